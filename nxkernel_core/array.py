@@ -1,0 +1,301 @@
+"""Arrays: a dtype, a layout and a buffer, validated once at construction.
+
+An ``Array`` is a view: ``Array(dtype, layout, buffer)`` raises ``ValueError``
+unless every element lies inside the buffer, the first element is aligned to
+the dtype and the buffer lives. Views come from moves (``view``) and from
+``bitcast``; ``from_numpy``/``to_numpy`` cross to and from NumPy for every
+dtype, sub-byte and ``bit`` included (packed, least significant bit first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, final
+
+import numpy as np
+import numpy.typing as npt
+
+from . import dtype as D
+from .dtype import Dtype
+from .layout import Layout, Move, Range, Reshape, Slice
+from .rig import Buffer, Rig, device, host
+
+__all__ = ["Array", "asarray", "positions"]
+
+
+def positions(layout: Layout) -> npt.NDArray[np.int64]:
+    """Every element's position, in C order of the indices, shaped as the layout."""
+    pos = np.full(layout.shape, layout.offset, dtype=np.int64)
+    for ax, (d, s) in enumerate(zip(layout.shape, layout.strides, strict=True)):
+        if s != 0 and d > 1:
+            shape = [1] * layout.rank
+            shape[ax] = d
+            pos = pos + (np.arange(d, dtype=np.int64) * s).reshape(shape)
+    return pos
+
+
+@final
+class Array:
+    """``dtype`` elements of ``buffer`` at the positions of ``layout``."""
+
+    __slots__ = ("buffer", "dtype", "layout")
+
+    def __init__(self, dtype: Dtype, layout: Layout, buffer: Buffer) -> None:
+        fn = "Array"
+        buffer.check_live(fn)
+        if layout.numel > 0:
+            _, hi = layout.span()
+            end = D.bytes(dtype, hi)
+            if end > buffer.length:
+                raise ValueError(
+                    f"{fn}: a {dtype.name} {list(layout.shape)} layout reaches byte {end}, "
+                    f"past its buffer's {buffer.length}"
+                )
+            if buffer.offset % dtype.alignment != 0:
+                raise ValueError(
+                    f"{fn}: a {dtype.name} array's buffer starts at byte {buffer.offset}, "
+                    f"not aligned to {dtype.alignment}"
+                )
+        self.dtype = dtype
+        self.layout = layout
+        self.buffer = buffer
+
+    # ---- facts -------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.layout.shape
+
+    @property
+    def rank(self) -> int:
+        return self.layout.rank
+
+    @property
+    def numel(self) -> int:
+        return self.layout.numel
+
+    @property
+    def device(self) -> Rig:
+        return self.buffer.device
+
+    def __repr__(self) -> str:
+        return f"Array({self.dtype.name} {list(self.shape)} on {self.device.name})"
+
+    def byte_span(self) -> tuple[int, int]:
+        """The half-open byte range of the buffer's memory the elements touch:
+        ``base + lo·bits/8`` to ``base + ⌈hi·bits/8⌉``; ``(0, 0)`` when empty."""
+        if self.numel == 0:
+            return (0, 0)
+        lo, hi = self.layout.span()
+        base = self.buffer.offset
+        return (base + lo * self.dtype.bits // 8, base + D.bytes(self.dtype, hi))
+
+    def identical(self, other: Array) -> bool:
+        """Same memory, same byte offset, same dtype and same layout."""
+        return (
+            self.buffer.memory is other.buffer.memory
+            and self.buffer.offset == other.buffer.offset
+            and self.dtype is other.dtype
+            and self.layout == other.layout
+        )
+
+    # ---- constructors ----------------------------------------------------------
+
+    @staticmethod
+    def empty(dtype: Dtype, shape: Sequence[int], dev: Rig | str = host) -> Array:
+        """A fresh C-contiguous array of zero bits on ``dev``."""
+        layout = Layout.c_contiguous(shape)
+        return Array(dtype, layout, Buffer.create(dev, D.bytes(dtype, layout.numel)))
+
+    @staticmethod
+    def from_numpy(a: npt.ArrayLike, dev: Rig | str = host, dtype: Dtype | None = None) -> Array:
+        """A C-contiguous copy of NumPy array ``a`` on ``dev``. ``dtype`` defaults
+        to the one NumPy's dtype names; with ``bit`` the values are booleans.
+        The values must already be of ``dtype``'s host element type."""
+        arr = np.asarray(a)
+        dt = dtype if dtype is not None else D.of_numpy(arr.dtype)
+        if arr.dtype != dt.numpy_dtype:
+            raise ValueError(
+                f"Array.from_numpy: a {arr.dtype} array is not of {dt.name}'s host type "
+                f"{dt.numpy_dtype}; use asarray to convert"
+            )
+        out = Array.empty(dt, arr.shape, dev)
+        out.write_numpy(arr)
+        return out
+
+    def write_numpy(self, a: npt.NDArray[Any]) -> None:
+        """Store NumPy values of this array's host type at every element (in place)."""
+        arr = np.broadcast_to(np.asarray(a, dtype=self.dtype.numpy_dtype), self.shape)
+        mem = self.buffer.memory
+        self.buffer.check_live("Array.write_numpy")
+        if self.dtype.is_sub_byte:
+            storage = self._storage()
+            D.store_codes(self.dtype, storage, positions(self.layout), arr)
+            self.device.write_bytes(mem, self.buffer.offset, storage)
+            return
+        if self.layout.is_contiguous():
+            data = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
+            start = self.buffer.offset + self.layout.offset * self.dtype.itemsize
+            self.device.write_bytes(mem, start, data)
+            return
+        storage = self._storage()
+        view = self._numpy_view(storage)
+        view[...] = arr
+        self.device.write_bytes(mem, self.buffer.offset, storage)
+
+    def _storage(self) -> npt.NDArray[np.uint8]:
+        """The buffer's bytes: a live view on host memory, else a host copy."""
+        self.buffer.check_live("Array")
+        mem = self.buffer.memory
+        if mem.host_bytes is not None:
+            return self.buffer.host_view()
+        return self.device.read_bytes(mem, self.buffer.offset, self.buffer.length)
+
+    def _numpy_view(self, storage: npt.NDArray[np.uint8]) -> npt.NDArray[Any]:
+        """A NumPy view of a byte-wide array over ``storage`` (its buffer's bytes).
+
+        The strided view is made over an unsigned (or void) dtype of the same
+        itemsize, then viewed as the host type: ``as_strided`` does not take
+        ml_dtypes' types."""
+        item = self.dtype.itemsize
+        base = storage[self.layout.offset * item :]
+        base = base[: base.size - base.size % item]
+        carrier = np.dtype(f"u{item}") if item in (1, 2, 4, 8) else np.dtype(f"V{item}")
+        strided = np.lib.stride_tricks.as_strided(
+            base.view(carrier),
+            shape=self.shape,
+            strides=tuple(s * item for s in self.layout.strides),
+        )
+        return strided.view(self.dtype.numpy_dtype)
+
+    def to_numpy(self) -> npt.NDArray[Any]:
+        """A C-contiguous NumPy copy of the elements (``bool`` for ``bit``)."""
+        storage = self._storage()
+        if self.numel == 0:
+            return np.zeros(self.shape, dtype=self.dtype.numpy_dtype)
+        if self.dtype.is_sub_byte:
+            return D.unpack(self.dtype, storage, positions(self.layout))
+        return np.array(self._numpy_view(storage), copy=True, order="C")
+
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> npt.NDArray[Any]:
+        a = self.to_numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    # ---- views -------------------------------------------------------------------
+
+    def view(self, move: Move) -> Array:
+        """The array ``move`` makes of this one, over the same buffer."""
+        lay = self.layout.move(move)
+        if lay is None:
+            raise ValueError(
+                f"Array.view: no strides express {move} of a {self.dtype.name} "
+                f"{list(self.shape)} array with strides {list(self.layout.strides)}"
+            )
+        return Array(self.dtype, lay, self.buffer)
+
+    def reshape(self, shape: Sequence[int]) -> Array:
+        return self.view(Reshape(tuple(shape)))
+
+    def __getitem__(self, key: Any) -> Array:
+        """Basic indexing with ints and slices, as NumPy's (a view)."""
+        if not isinstance(key, tuple):
+            key = (key,)
+        if any(k is Ellipsis for k in key):
+            i = key.index(Ellipsis)
+            key = key[:i] + (slice(None),) * (self.rank - len(key) + 1) + key[i + 1 :]
+        if len(key) > self.rank:
+            raise IndexError(f"Array: {len(key)} indices for an array of rank {self.rank}")
+        key = key + (slice(None),) * (self.rank - len(key))
+        ranges, drop = [], []
+        for ax, (k, d) in enumerate(zip(key, self.shape, strict=True)):
+            if isinstance(k, slice):
+                start, stop, step = k.indices(d)
+                ranges.append(Range(start, len(range(start, stop, step)), step))
+            elif isinstance(k, (int, np.integer)):
+                i = int(k) + d if k < 0 else int(k)
+                if not 0 <= i < d:
+                    raise IndexError(f"Array: index {k} is out of bounds for axis {ax} of {d}")
+                ranges.append(Range(i, 1, 1))
+                drop.append(ax)
+            else:
+                raise TypeError(f"Array: unsupported index {k!r}; use ints and slices")
+        sliced = self.view(Slice(tuple(ranges)))
+        lay = sliced.layout
+        keep = [ax for ax in range(self.rank) if ax not in drop]
+        return Array(
+            self.dtype,
+            Layout(tuple(lay.shape[a] for a in keep), tuple(lay.strides[a] for a in keep), lay.offset),
+            self.buffer,
+        )
+
+    def bitcast(self, dt: Dtype) -> Array:
+        """The same bits read as ``dt``. Equal widths keep the layout. Otherwise the
+        last axis must have stride 1 (or extent 1): narrowing multiplies its
+        extent by the width ratio; widening divides it, which needs an extent
+        and an offset that are multiples of the ratio."""
+        fn = "Array.bitcast"
+        a, b = self.dtype.bits, dt.bits
+        if a == b:
+            return Array(dt, self.layout, self.buffer)
+        if self.rank == 0:
+            raise ValueError(f"{fn}: a rank-0 {self.dtype.name} array cannot change width to {dt.name}")
+        shape, strides = list(self.shape), list(self.layout.strides)
+        if shape[-1] != 1 and strides[-1] != 1:
+            raise ValueError(
+                f"{fn}: the last axis of a {self.dtype.name} {shape} array has stride "
+                f"{strides[-1]}, not 1"
+            )
+        if a > b:
+            r = a // b
+            shape[-1] *= r
+            strides = [s * r for s in strides[:-1]] + [1]
+            return Array(dt, Layout(tuple(shape), tuple(strides), self.layout.offset * r), self.buffer)
+        r = b // a
+        if shape[-1] % r != 0 or self.layout.offset % r != 0 or any(s % r for s in strides[:-1]):
+            raise ValueError(
+                f"{fn}: a {self.dtype.name} {shape} array's last axis, offset or strides "
+                f"are not multiples of {r}, as {dt.name} needs"
+            )
+        shape[-1] //= r
+        strides = [s // r for s in strides[:-1]] + [1]
+        return Array(dt, Layout(tuple(shape), tuple(strides), self.layout.offset // r), self.buffer)
+
+
+def asarray(obj: object, dtype: Dtype | str | None = None, device: Rig | str = "host") -> Array:
+    """An ``Array`` of ``obj`` (an Array, a NumPy array, a scalar or nested
+    sequences) on ``device``. Floats convert to ``dtype`` by the store rule
+    (one rounding), everything else as NumPy's ``astype`` does; an Array already
+    of that dtype on that device is returned as it is."""
+    dev = _device(device)
+    dt = D.by_name(dtype) if isinstance(dtype, str) else dtype
+    if isinstance(obj, Array):
+        if (dt is None or dt is obj.dtype) and obj.device is dev:
+            return obj
+        src = obj.to_numpy()
+        if dt is None:
+            return Array.from_numpy(src, dev, obj.dtype)
+        return Array.from_numpy(_convert(src, dt), dev, dt)
+    arr = np.asarray(obj)
+    if dt is None:
+        dt = D.of_numpy(arr.dtype)
+    return Array.from_numpy(_convert(arr, dt), dev, dt)
+
+
+def _device(dev: Rig | str) -> Rig:
+    return dev if isinstance(dev, Rig) else device(dev)
+
+
+def _convert(arr: npt.NDArray[Any], dt: Dtype) -> npt.NDArray[Any]:
+    """``arr`` as ``dt``'s host elements: from floats (and into floats) by the
+    store rule, integers into integers modulo the width, as NumPy's astype."""
+    if arr.dtype == dt.numpy_dtype:
+        return arr
+    src = D.of_numpy(arr.dtype)
+    if dt.is_complex or src.is_complex:
+        return arr.astype(dt.numpy_dtype)
+    if src.is_float or dt.is_float:
+        # Floats widen to float64 exactly, and integers of up to 53 bits do, so
+        # the store rule rounds once; wider integers may round twice (use the
+        # Cast kernel for those).
+        return D.of_float(dt, arr.astype(np.float64))
+    return arr.astype(dt.numpy_dtype)

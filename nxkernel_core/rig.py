@@ -1,0 +1,412 @@
+"""Devices, their memory, buffers over it, and claims.
+
+A ``Rig`` is a device. ``host`` is the host; ``memory_device(name)`` opens a
+device whose memory is the host's, on its own (for multi-device tests);
+libraries add their own devices with ``register``. A ``Memory`` is one
+allocation on a device; a ``Buffer`` is a byte range of one memory.
+
+Device errors: ``OutOfMemory(device, nbytes)`` where an allocation fails, at
+once where it exceeds the device's budget; ``Lost(device, why)`` once a device
+is lost, for every later use of it or of its memory.
+
+Claims (upstream-facts §4): every buffer over one memory shares that
+memory's claim count. ``consume(buffer, why)`` makes every buffer made over
+the memory earlier *dead* and returns a fresh live one; reaching a dead
+buffer's bytes raises ``ValueError`` with the reason, and a kernel answers
+``DEAD_BUFFER`` instead. A buffer held ``exclusive`` (a donation) refuses every
+other claim.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import itertools
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Final, final
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "Access",
+    "Buffer",
+    "Claims",
+    "Lost",
+    "Memory",
+    "OutOfMemory",
+    "Rig",
+    "consume",
+    "device",
+    "devices",
+    "host",
+    "memory_device",
+    "register",
+    "with_claims",
+]
+
+#: Every allocation's first byte is aligned to this many bytes.
+ALIGNMENT: Final = 64
+
+
+class OutOfMemory(MemoryError):
+    """``device`` could not allocate ``nbytes``."""
+
+    def __init__(self, device: Rig, nbytes: int) -> None:
+        super().__init__(f"{device.name}: out of memory allocating {nbytes} bytes")
+        self.device = device
+        self.nbytes = nbytes
+
+
+class Lost(RuntimeError):
+    """``device`` is lost, for good: every later use of it or its memory raises."""
+
+    def __init__(self, device: Rig, why: str) -> None:
+        super().__init__(f"{device.name} lost: {why}")
+        self.device = device
+        self.why = why
+
+
+class Access(enum.Enum):
+    READ = "read"
+    READ_WRITE = "read-write"
+
+
+_serial = itertools.count()
+
+
+class Rig:
+    """A device: a name, a model, its memory, and whether the host addresses it.
+
+    Devices compare by identity: reopening a lost device's name makes a new,
+    unequal device. A library subclasses ``Rig`` for memory the host does not
+    address and overrides ``_allocate``/``_release``.
+    """
+
+    def __init__(self, name: str, *, model: str = "", shares_host_memory: bool = True,
+                 budget: int | None = None) -> None:
+        self.name: Final = name
+        self.model: Final = model or name
+        self.shares_host_memory: Final = shares_host_memory
+        self.budget: Final = budget
+        self.serial: Final = next(_serial)
+        self._lost: str | None = None
+        self._closed = False
+        self._in_use = 0
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Rig({self.name!r})"
+
+    # ---- loss -------------------------------------------------------------------
+
+    @property
+    def lost(self) -> str | None:
+        """Why the device was lost, or ``None``; never raises."""
+        return self._lost
+
+    def lose(self, why: str) -> None:
+        """Mark the device lost, once and for good (a driver fault, a failed hand-over)."""
+        if self._lost is None:
+            self._lost = why
+
+    def check(self) -> None:
+        """Raise ``Lost`` if the device is lost, ``ValueError`` if closed."""
+        if self._lost is not None:
+            raise Lost(self, self._lost)
+        if self._closed:
+            raise ValueError(f"{self.name}: the device is closed")
+
+    def close(self) -> None:
+        """Close the device: it leaves the registry and refuses new allocations."""
+        self._closed = True
+        _unregister(self)
+
+    # ---- memory -----------------------------------------------------------------
+
+    @property
+    def in_use(self) -> int:
+        """Bytes allocated on this device and not yet released."""
+        return self._in_use
+
+    def allocate(self, nbytes: int, access: Access = Access.READ_WRITE) -> Memory:
+        """A fresh zeroed memory of ``nbytes``; ``OutOfMemory`` past the budget or
+        where the allocation fails."""
+        if nbytes < 0:
+            raise ValueError(f"{self.name}: allocate: nbytes = {nbytes} is negative")
+        self.check()
+        with self._lock:
+            if self.budget is not None and self._in_use + nbytes > self.budget:
+                raise OutOfMemory(self, nbytes)
+            self._in_use += nbytes
+        try:
+            host_bytes = self._allocate(nbytes)
+        except MemoryError:
+            with self._lock:
+                self._in_use -= nbytes
+            raise OutOfMemory(self, nbytes) from None
+        return Memory(self, nbytes, access, host_bytes)
+
+    def _allocate(self, nbytes: int) -> npt.NDArray[np.uint8] | None:
+        """The bytes of a new memory, or ``None`` where the host does not address
+        them (a subclass keeps its own handle)."""
+        raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
+        start = (-raw.ctypes.data) % ALIGNMENT
+        return raw[start : start + nbytes]
+
+    def _release(self, memory: Memory) -> None:
+        with self._lock:
+            self._in_use -= memory.nbytes
+
+    def read_bytes(self, memory: Memory, offset: int, length: int) -> npt.NDArray[np.uint8]:
+        """A host copy of ``length`` bytes of ``memory`` from ``offset``."""
+        assert memory.host_bytes is not None
+        return memory.host_bytes[offset : offset + length].copy()
+
+    def write_bytes(self, memory: Memory, offset: int, data: npt.NDArray[np.uint8]) -> None:
+        """Copy host bytes ``data`` into ``memory`` at ``offset``."""
+        assert memory.host_bytes is not None
+        memory.host_bytes[offset : offset + data.size] = data
+
+
+# --------------------------------------------------------------------------
+# The registry
+# --------------------------------------------------------------------------
+
+_registry: dict[str, Rig] = {}
+_registry_lock = threading.Lock()
+
+host: Final = Rig("host", model="host", shares_host_memory=True)
+
+
+def register(dev: Rig) -> None:
+    """Add a device to the registry; a live device of the same name is an error."""
+    with _registry_lock:
+        old = _registry.get(dev.name)
+        if old is not None and old is not dev and old.lost is None and not old._closed:
+            raise ValueError(f"rig.register: a device named {dev.name!r} is already open")
+        _registry[dev.name] = dev
+
+
+def _unregister(dev: Rig) -> None:
+    with _registry_lock:
+        if _registry.get(dev.name) is dev:
+            del _registry[dev.name]
+
+
+def devices() -> tuple[Rig, ...]:
+    """Every open device, the host first."""
+    with _registry_lock:
+        return tuple(_registry.values())
+
+
+def device(name: str | Rig) -> Rig:
+    """The open device called ``name`` (a ``Rig`` is returned as it is)."""
+    if isinstance(name, Rig):
+        return name
+    with _registry_lock:
+        dev = _registry.get(name)
+        names = list(_registry)
+    if dev is None:
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"rig.device: no device named {name!r} (open: {', '.join(names)}){hint}")
+    return dev
+
+
+def memory_device(name: str, budget: int | None = None) -> Rig:
+    """Open a device whose memory is the host's and whose work this process runs;
+    its own device for multi-device tests. Reopening a lost name makes a new device."""
+    dev = Rig(name, model="memory", shares_host_memory=True, budget=budget)
+    register(dev)
+    return dev
+
+
+register(host)
+
+
+# --------------------------------------------------------------------------
+# Memory, buffers and claims
+# --------------------------------------------------------------------------
+
+
+class Memory:
+    """One allocation on a device, with the claim count every buffer over it shares.
+
+    ``host_bytes`` are its bytes where the host addresses them. ``epoch`` counts
+    consumptions: a buffer made at an earlier epoch is dead, for the reason
+    ``consumed[epoch]``.
+    """
+
+    def __init__(self, dev: Rig, nbytes: int, access: Access,
+                 host_bytes: npt.NDArray[np.uint8] | None, handle: object = None) -> None:
+        self.device: Final = dev
+        self.nbytes: Final = nbytes
+        self.access: Final = access
+        self.host_bytes: Final = host_bytes
+        self.handle: Final = handle
+        self.epoch = 0
+        self.consumed: list[str] = []
+        self.readers = 0
+        self.writers = 0
+        self.exclusive = False
+        self._lock = threading.Lock()
+
+    def __del__(self) -> None:
+        try:
+            if self.device.lost is None:
+                self.device._release(self)
+        except Exception:  # interpreter shutdown: the device may be gone
+            pass
+
+
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class Buffer:
+    """A byte range ``[offset, offset + length)`` of one memory, made at ``epoch``."""
+
+    memory: Memory
+    offset: int
+    length: int
+    epoch: int
+
+    @staticmethod
+    def create(dev: Rig | str, nbytes: int, access: Access = Access.READ_WRITE) -> Buffer:
+        """A fresh zeroed buffer of ``nbytes`` on ``dev``, spanning its memory."""
+        mem = device(dev).allocate(nbytes, access)
+        return Buffer(mem, 0, nbytes, mem.epoch)
+
+    @staticmethod
+    def of_bytes(data: npt.NDArray[np.uint8], dev: Rig | str = host) -> Buffer:
+        """A buffer over a copy of ``data`` on a device sharing host memory."""
+        buf = Buffer.create(dev, int(data.size))
+        buf.host_view()[:] = data.reshape(-1)
+        return buf
+
+    @property
+    def device(self) -> Rig:
+        return self.memory.device
+
+    @property
+    def dead(self) -> str | None:
+        """Why this buffer is dead (consumed), or ``None`` where it lives."""
+        mem = self.memory
+        return mem.consumed[self.epoch] if self.epoch < mem.epoch else None
+
+    def check_live(self, fn: str = "Buffer") -> None:
+        """Raise ``Lost`` for a lost device, ``ValueError`` for a dead buffer."""
+        self.device.check()
+        why = self.dead
+        if why is not None:
+            raise ValueError(f"{fn}: the buffer was consumed, {why}")
+
+    def view(self, offset: int, length: int) -> Buffer:
+        """The sub-range ``[offset, offset + length)`` of this buffer."""
+        if offset < 0 or length < 0 or offset + length > self.length:
+            raise ValueError(
+                f"Buffer.view: [{offset}, {offset + length}) is outside [0, {self.length})"
+            )
+        self.check_live("Buffer.view")
+        return Buffer(self.memory, self.offset + offset, length, self.epoch)
+
+    def overlaps(self, other: Buffer) -> bool:
+        """Whether the two are views of one memory sharing a byte; empty buffers
+        overlap nothing."""
+        if self.memory is not other.memory or self.length == 0 or other.length == 0:
+            return False
+        return self.offset < other.offset + other.length and other.offset < self.offset + self.length
+
+    def spans(self) -> bool:
+        """Whether this buffer spans its whole memory."""
+        return self.offset == 0 and self.length == self.memory.nbytes
+
+    def host_view(self) -> npt.NDArray[np.uint8]:
+        """The buffer's bytes as a writable uint8 array; ``ValueError`` off host,
+        for a dead buffer, or ``Lost``."""
+        self.check_live("Buffer.host_view")
+        hb = self.memory.host_bytes
+        if hb is None:
+            raise ValueError(f"Buffer.host_view: {self.device.name}'s memory is not host memory")
+        return hb[self.offset : self.offset + self.length]
+
+
+def consume(buf: Buffer, why: str) -> Buffer:
+    """Consume ``buf``'s memory: every buffer made over it earlier is dead, for
+    ``why``; returns a fresh live buffer over the same bytes."""
+    buf.check_live("consume")
+    mem = buf.memory
+    with mem._lock:
+        mem.consumed.append(why)
+        mem.epoch += 1
+        return Buffer(mem, buf.offset, buf.length, mem.epoch)
+
+
+class Claims:
+    """Claims held for one call: read claims on some buffers, exclusive ones on
+    donated buffers. Released on leaving ``with_claims``."""
+
+    def __init__(self) -> None:
+        self._read: list[Memory] = []
+        self._write: list[Memory] = []
+        self._exclusive: list[Memory] = []
+
+    def exclusive(self, buf: Buffer) -> bool:
+        """Whether ``buf`` is held exclusive by these claims (the caller may
+        write it in place)."""
+        return any(buf.memory is m for m in self._exclusive)
+
+    def release(self) -> None:
+        for m in self._read:
+            with m._lock:
+                m.readers -= 1
+        for m in self._write:
+            with m._lock:
+                m.writers -= 1
+        for m in self._exclusive:
+            with m._lock:
+                m.exclusive = False
+        self._read.clear()
+        self._write.clear()
+        self._exclusive.clear()
+
+
+def _claim(claims: Claims, buf: Buffer, write: bool) -> None:
+    mem = buf.memory
+    with mem._lock:
+        if mem.exclusive:
+            raise ValueError("claim: the memory is held exclusive")
+        if write:
+            mem.writers += 1
+            claims._write.append(mem)
+        else:
+            mem.readers += 1
+            claims._read.append(mem)
+
+
+@contextmanager
+def with_claims(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
+                donate: Sequence[Buffer] = ()) -> Iterator[Claims]:
+    """Claim ``read`` for reading and ``write`` for writing, then each donated
+    buffer exclusive where it spans its memory and no other claim holds it;
+    release everything on leaving. Raises ``ValueError`` (claiming nothing) for
+    a dead buffer or memory held exclusive, ``Lost`` for a lost device."""
+    claims = Claims()
+    try:
+        for b in [*read, *write, *donate]:
+            b.check_live("with_claims")
+        for b in read:
+            _claim(claims, b, write=False)
+        for b in write:
+            _claim(claims, b, write=True)
+        for b in donate:
+            mem = b.memory
+            with mem._lock:
+                if b.spans() and not mem.exclusive and mem.readers == 0 and mem.writers == 0:
+                    mem.exclusive = True
+                    claims._exclusive.append(mem)
+        yield claims
+    finally:
+        claims.release()

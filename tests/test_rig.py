@@ -1,0 +1,110 @@
+"""Devices, buffers, claims: Lost, OutOfMemory, consumption and exclusivity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nxkernel_core import dtype as D
+from nxkernel_core import rig
+from nxkernel_core.array import Array
+
+
+def test_host_is_registered_and_shares_host_memory() -> None:
+    assert rig.device("host") is rig.host
+    assert rig.host.shares_host_memory
+    assert rig.host in rig.devices()
+
+
+def test_unknown_device_names_a_close_match() -> None:
+    with pytest.raises(ValueError, match=r"rig.device: no device named 'hots'.*'host'"):
+        rig.device("hots")
+
+
+def test_memory_device_is_its_own_device() -> None:
+    d = rig.memory_device("mem-own")
+    try:
+        assert d is not rig.host and d.shares_host_memory
+        assert rig.device("mem-own") is d
+        with pytest.raises(ValueError, match="already open"):
+            rig.memory_device("mem-own")
+    finally:
+        d.close()
+    assert d not in rig.devices()
+
+
+def test_out_of_memory_at_once_past_the_budget() -> None:
+    d = rig.memory_device("mem-budget", budget=100)
+    try:
+        a = rig.Buffer.create(d, 60)
+        with pytest.raises(rig.OutOfMemory) as err:
+            rig.Buffer.create(d, 41)
+        assert err.value.device is d and err.value.nbytes == 41
+        assert isinstance(err.value, MemoryError)
+        b = rig.Buffer.create(d, 40)  # exactly the budget
+        assert d.in_use == 100
+        del a, b
+    finally:
+        d.close()
+
+
+def test_lost_device_raises_on_every_later_use() -> None:
+    d = rig.memory_device("mem-lost")
+    buf = rig.Buffer.create(d, 16)
+    arr = Array.from_numpy(np.arange(4, dtype=np.int32), d)
+    d.lose("illegal address")
+    d.lose("a second fault does not replace the first")
+    assert d.lost == "illegal address"
+    for use in (
+        lambda: rig.Buffer.create(d, 8),
+        buf.host_view,
+        arr.to_numpy,
+        lambda: buf.view(0, 4),
+        lambda: rig.consume(buf, "x"),
+    ):
+        with pytest.raises(rig.Lost, match="mem-lost lost: illegal address"):
+            use()
+    # Reopening the name makes a new, unequal device.
+    d2 = rig.memory_device("mem-lost")
+    try:
+        assert d2 is not d and d2.lost is None
+    finally:
+        d2.close()
+
+
+def test_consume_kills_every_earlier_buffer() -> None:
+    buf = rig.Buffer.create(rig.host, 32)
+    view = buf.view(8, 8)
+    fresh = rig.consume(buf, "donated (nx.donate)")
+    assert buf.dead == "donated (nx.donate)" and view.dead == "donated (nx.donate)"
+    assert fresh.dead is None
+    with pytest.raises(ValueError, match="consumed, donated"):
+        buf.host_view()
+    with pytest.raises(ValueError, match="consumed"):
+        Array(D.uint8, Array.empty(D.uint8, [4]).layout, view)
+    later = fresh.view(0, 4)
+    again = rig.consume(later, "second")
+    assert fresh.dead == "second" and later.dead == "second" and again.dead is None
+    assert buf.dead == "donated (nx.donate)"
+
+
+def test_overlaps_and_spans() -> None:
+    buf = rig.Buffer.create(rig.host, 32)
+    assert buf.spans() and not buf.view(0, 31).spans()
+    assert buf.view(0, 8).overlaps(buf.view(7, 8))
+    assert not buf.view(0, 8).overlaps(buf.view(8, 8))
+    assert not buf.view(4, 0).overlaps(buf.view(0, 32))
+    assert not buf.overlaps(rig.Buffer.create(rig.host, 32))
+
+
+def test_donation_is_exclusive_and_released() -> None:
+    buf = rig.Buffer.create(rig.host, 16)
+    other = rig.Buffer.create(rig.host, 16)
+    with rig.with_claims(donate=[buf, other.view(0, 8)]) as claims:
+        assert claims.exclusive(buf)
+        assert not claims.exclusive(other)  # a partial view is never exclusive
+        with pytest.raises(ValueError, match="held exclusive"), rig.with_claims(read=[buf]):
+            pass
+    assert not buf.memory.exclusive and buf.memory.readers == 0
+    with rig.with_claims(read=[buf]), rig.with_claims(donate=[buf]) as claims:
+        assert not claims.exclusive(buf)  # another claim holds it
