@@ -1,0 +1,212 @@
+"""The ``nxkernel`` command: ``info``, ``check`` and ``bench``.
+
+``nxkernel info [--json]`` shows what discovery found: the plugins (loaded,
+failed with the reason, disabled), the libraries in the order the caller asks
+them, the devices, and each library's statement. ``nxkernel check LIBRARY``
+runs the conformance kit against one library under pytest. ``nxkernel bench``
+runs the benchmarks of a source checkout. ``python -m nxkernel_core`` is the
+same command.
+
+Every command returns its exit status: 0 for success, 2 where it could not
+run (a plugin that ``NXKERNEL_PLUGINS`` names fails, an unknown library, no
+pytest, no benchmarks), else the status of pytest or the benchmarks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .plugins import ENTRY_POINT_GROUP, PluginError, Registry, Status, discover
+
+__all__ = ["main"]
+
+_VARIABLES = ("NXKERNEL_PLUGINS", "NXKERNEL_DISABLE")
+
+
+def _fail(command: str, message: str) -> int:
+    """Print ``nxkernel COMMAND: MESSAGE`` to stderr and return 2."""
+    print(f"nxkernel {command}: {message}", file=sys.stderr)
+    return 2
+
+
+# --------------------------------------------------------------------------
+# info
+# --------------------------------------------------------------------------
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("nxkernel")
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed (run from a source tree)"
+
+
+def _info_data(registry: Registry) -> dict[str, Any]:
+    """What ``info`` shows, as JSON-ready data. Asks every library which
+    devices it computes on first, so that the failures include those of
+    ``computes_on``."""
+    devices = registry.devices()
+    computes_on: dict[str, list[str]] = {lib.name: [] for lib in registry.libraries()}
+    for device in devices:
+        for lib in registry.libraries_for(device):
+            computes_on[lib.name].append(device.name)
+    return {
+        "version": _version(),
+        "environment": {v: os.environ[v] for v in _VARIABLES if v in os.environ},
+        "plugins": {name: str(status) for name, status in registry.plugins.items()},
+        "failures": [
+            {"plugin": f.name, "dist": f.dist, "during": f.during, "error": f.reason,
+             "traceback": f.traceback}
+            for f in registry.failures
+        ],
+        "libraries": [
+            {"name": lib.name, "plugin": registry.provider(lib.name),
+             "priority": getattr(lib, "priority", 0), "computes_on": computes_on[lib.name],
+             "statement": lib.statement.to_json()}
+            for lib in registry.libraries()
+        ],
+        "devices": [
+            {"name": d.name, "model": d.model, "shares_host_memory": d.shares_host_memory,
+             "lost": d.lost}
+            for d in devices
+        ],
+    }
+
+
+def _info_text(registry: Registry, data: dict[str, Any]) -> str:
+    """``data`` (from :func:`_info_data`) as readable text, then each
+    library's statement."""
+    lines = [f"nxkernel {data['version']}"]
+    lines += [f"{v}={value}" for v, value in data["environment"].items()]
+    reasons: dict[str, str] = {}
+    for f in data["failures"]:
+        reasons.setdefault(f["plugin"], f"{f['during']}: {f['error']}")
+    lines.append(f"\nplugins (entry points of {ENTRY_POINT_GROUP}):")
+    for name, status in data["plugins"].items():
+        why = f"  {reasons[name]}" if status == Status.FAILED else ""
+        lines.append(f"  {name:<20}{status}{why}")
+    if not data["plugins"]:
+        lines.append("  (none installed)")
+    others = [f for f in data["failures"] if data["plugins"].get(f["plugin"]) != Status.FAILED]
+    if others:
+        lines.append("\nfailures of loaded plugins:")
+        lines += [f"  {f['plugin']:<20}{f['during']}: {f['error']}" for f in others]
+    lines.append("\nlibraries (in the order the caller asks them):")
+    for lib in data["libraries"]:
+        on = ", ".join(lib["computes_on"]) or "no device"
+        lines.append(f"  {lib['name']:<20}plugin {lib['plugin']}, priority {lib['priority']},"
+                     f" computes on {on}")
+    if not data["libraries"]:
+        lines.append("  (none)")
+    lines.append("\ndevices:")
+    for d in data["devices"]:
+        memory = "host memory" if d["shares_host_memory"] else "own memory"
+        lost = f", LOST: {d['lost']}" if d["lost"] is not None else ""
+        lines.append(f"  {d['name']:<20}{d['model']}, {memory}{lost}")
+    for lib in registry.libraries():
+        lines += ["", lib.statement.describe()]
+    return "\n".join(lines)
+
+
+def _info(args: argparse.Namespace) -> int:
+    try:
+        registry = discover()
+    except PluginError as e:
+        return _fail("info", str(e))
+    data = _info_data(registry)
+    print(json.dumps(data, indent=2) if args.json else _info_text(registry, data))
+    return 0
+
+
+# --------------------------------------------------------------------------
+# check
+# --------------------------------------------------------------------------
+
+
+def _check(args: argparse.Namespace) -> int:
+    try:
+        discover().library(args.library)
+    except (PluginError, LookupError) as e:
+        return _fail("check", str(e))
+    try:
+        import pytest
+    except ImportError:
+        return _fail("check", "the conformance kit runs under pytest, which is not installed:"
+                     " pip install 'nxkernel[dev]' (or pip install pytest)")
+    return int(pytest.main(["--pyargs", "nxkernel_core.conformance",
+                            "--nxkernel-library", args.library, *args.pytest_args]))
+
+
+# --------------------------------------------------------------------------
+# bench
+# --------------------------------------------------------------------------
+
+
+def _checkout() -> Path:
+    """The directory that holds ``nxkernel_core``: a source checkout's root,
+    where ``benchmarks/`` lies beside it."""
+    return Path(__file__).resolve().parent.parent
+
+
+def _bench(args: argparse.Namespace) -> int:
+    root = _checkout()
+    if not (root / "benchmarks" / "run.py").is_file():
+        return _fail("bench", f"no benchmarks beside {root / 'nxkernel_core'}: the benchmarks"
+                     " come with a source checkout (git clone, then pip install -e '.[dev]')")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    run = importlib.import_module("benchmarks.run")
+    argv = [*args.libraries, *(["--quick"] if args.quick else []),
+            *(["--json", args.json] if args.json else [])]
+    return int(run.main(argv))
+
+
+# --------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nxkernel", description="Compute kernels held to the Nx_kernel contract.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    info = commands.add_parser(
+        "info", help="list plugins, libraries, devices and statements")
+    info.add_argument("--json", action="store_true", help="print JSON")
+    info.set_defaults(run=_info)
+    check = commands.add_parser(
+        "check", help="run the conformance kit against a library",
+        description="Run pytest --pyargs nxkernel_core.conformance --nxkernel-library"
+        " LIBRARY; arguments after LIBRARY go to pytest.")
+    check.add_argument("library", metavar="LIBRARY")
+    check.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST_ARG")
+    check.set_defaults(run=_check)
+    bench = commands.add_parser(
+        "bench", help="run the benchmarks (source checkout)",
+        description="Run benchmarks/run.py of the source checkout.")
+    bench.add_argument("libraries", nargs="*", metavar="LIBRARY",
+                       help="the libraries to run (default: all)")
+    bench.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    bench.set_defaults(run=_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``nxkernel`` command with ``argv`` (default ``sys.argv[1:]``) and
+    return its exit status; with no command, print the usage and return 2."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_usage(sys.stderr)
+        return 2
+    status: int = args.run(args)
+    return status
