@@ -168,6 +168,18 @@ class Array:
         )
         return strided.view(self.dtype.numpy_dtype)
 
+    def numpy_view(self) -> npt.NDArray[Any]:
+        """A zero-copy, writable NumPy view of the elements, for a byte-wide dtype
+        in memory the host addresses; ``ValueError`` otherwise."""
+        if self.dtype.is_sub_byte:
+            raise ValueError(f"Array.numpy_view: {self.dtype.name} elements are packed; "
+                             "use to_numpy and write_numpy")
+        if self.buffer.memory.host_bytes is None:
+            raise ValueError(f"Array.numpy_view: {self.device.name}'s memory is not host memory")
+        if self.numel == 0:
+            return np.zeros(self.shape, dtype=self.dtype.numpy_dtype)
+        return self._numpy_view(self.buffer.host_view())
+
     def to_numpy(self) -> npt.NDArray[Any]:
         """A C-contiguous NumPy copy of the elements (``bool`` for ``bit``)."""
         storage = self._storage()

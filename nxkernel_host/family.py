@@ -1,0 +1,42 @@
+"""What a kernel family module of the host library provides.
+
+Each family module (``elementwise``, ``reductions``, ``moves``, ...) exports a
+``FAMILY`` of this type: its kernels by name, each kernel's statement, and the
+parts of the library's statement the family states (association, algorithms,
+open choices). ``library`` assembles the families into one library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, final
+
+from nxkernel_core.answer import Answer
+from nxkernel_core.array import Array
+from nxkernel_core.dtype import Dtype
+from nxkernel_core.kernel import KernelStatement
+
+#: A kernel: its spec, then its destinations, then its operands.
+Kernel = Callable[[Any, Sequence[Array], Sequence[Array]], Answer]
+
+
+@final
+@dataclass(frozen=True)
+class Family:
+    """A family's kernels and statements; every kernel has a statement."""
+
+    kernels: Mapping[str, Kernel]
+    statements: Mapping[str, KernelStatement]
+    association: Mapping[str, str] = field(default_factory=dict)
+    algorithms: Mapping[str, str] = field(default_factory=dict)
+    open_choices: Mapping[str, str] = field(default_factory=dict)
+    #: e(K, accumulator dtype), stated by the family that computes contractions.
+    error_factor: Callable[[int, Dtype], float] | None = None
+
+    def __post_init__(self) -> None:
+        if set(self.kernels) != set(self.statements):
+            raise ValueError(
+                f"Family: kernels {sorted(self.kernels)} and statements "
+                f"{sorted(self.statements)} differ"
+            )

@@ -1,0 +1,110 @@
+"""The host library: kernels for host memory, assembled from its families.
+
+It computes on every device whose memory the host addresses
+(``Rig.shares_host_memory``). Each kernel family lives in its own module and
+exports a ``FAMILY`` (see ``family``); this module ties them into the object
+the ``host`` entry point returns, with one statement for the whole library.
+A kernel no family computes declines every case, and the statement says so.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import Any, Final
+
+from nxkernel_core.answer import Answer
+from nxkernel_core.array import Array
+from nxkernel_core.dtype import Dtype
+from nxkernel_core.kernel import KERNEL_NAMES, Call, KernelStatement, Statement, gamma, unit_roundoff
+from nxkernel_core.rig import Rig
+
+from .family import Family, Kernel
+
+#: The family modules, in the order their statements are listed.
+FAMILIES: Final = ("elementwise", "reductions", "moves", "contraction", "fourier", "matrices",
+                   "attention")
+
+NAME: Final = "host"
+
+
+def _load_families() -> list[Family]:
+    families = []
+    for name in FAMILIES:
+        try:
+            module = importlib.import_module(f"{__package__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__package__}.{name}":
+                raise
+            continue
+        families.append(module.FAMILY)
+    return families
+
+
+def _declines_everything(kernel: str) -> tuple[Kernel, KernelStatement]:
+    reason = f"host computes no {kernel}"
+
+    def kernel_fn(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+        return Answer.DECLINED
+
+    return kernel_fn, KernelStatement(f"declines every case: {reason}", lambda call: reason)
+
+
+class HostLibrary:
+    """The ``host`` kernel library (see the module docstring)."""
+
+    name: Final = NAME
+    priority: Final = 0
+
+    def __init__(self) -> None:
+        kernels: dict[str, Kernel] = {}
+        statements: dict[str, KernelStatement] = {}
+        association: dict[str, str] = {}
+        algorithms: dict[str, str] = {}
+        open_choices: dict[str, str] = {}
+        error_factor = _ceiling
+        for fam in _load_families():
+            kernels.update(fam.kernels)
+            statements.update(fam.statements)
+            association.update(fam.association)
+            algorithms.update(fam.algorithms)
+            open_choices.update(fam.open_choices)
+            if fam.error_factor is not None:
+                error_factor = fam.error_factor
+        for k in KERNEL_NAMES:
+            if k not in kernels:
+                kernels[k], statements[k] = _declines_everything(k)
+        self._kernels: Final = kernels
+        self.statement: Final = Statement(
+            library=NAME,
+            summary="computes on host memory (every device that shares it) with NumPy and "
+            "Numba; results do not depend on layouts or thread counts.",
+            computes=statements,
+            association=association,
+            error_factor=error_factor,
+            algorithms=algorithms,
+            open_choices=open_choices,
+            concurrent=True,
+        )
+        for k in KERNEL_NAMES:
+            setattr(self, k, kernels[k])
+
+    def __repr__(self) -> str:
+        return "HostLibrary()"
+
+    def computes_on(self, device: Rig) -> bool:
+        """True for every device whose memory the host addresses."""
+        return device.shares_host_memory
+
+    def declines(self, call: Call) -> str | None:
+        """Why this library declines ``call``, or ``None``."""
+        return self.statement.declines(call)
+
+
+def _ceiling(k: int, dt: Dtype) -> float:
+    """The contract's ceiling γ(2K + 2): what holds while no family states e(K)."""
+    return gamma(2 * k + 2, unit_roundoff(dt))
+
+
+#: The library object.
+library: Final = HostLibrary()
