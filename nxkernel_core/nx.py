@@ -1,0 +1,798 @@
+"""The caller: check that a call fits, allocate its destinations, ask the libraries.
+
+``call(spec, *operands)`` is the one checked entry to every kernel: it checks
+the call fits (an error names the function and lists the arrays as
+``dtype [shape]``), allocates the destinations on the operands' device, asks
+the libraries that compute on that device in priority order, and raises
+``refused(...)`` on a refusal, or ``InvalidArgument`` naming each library and
+its reason when every one declines. Nothing computes in a library's place.
+
+On top sit one function per kernel taking friendlier arguments (``map``,
+``reduce``, ``gather``, ...) and the conveniences a NumPy user expects
+(``add``, ``sum``, ``argmax``, ``sort``, ``matmul``, ``fft``, ``cholesky``,
+``softmax``, ``attention``, ...), each a kernel call or two. All accept and
+return ``Array``s; ``asarray`` and ``to_numpy`` cross to NumPy.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import dtype as D
+from . import shape as Shape
+from . import spec as S
+from .answer import Answer, InvalidArgument, describe, refused
+from .array import Array, asarray
+from .dtype import Dtype
+from .kernel import Call
+from .layout import Broadcast, Permute, Reshape
+from .prog import Binary, Compare, Prog, Unary
+from .rig import Rig
+
+__all__ = [
+    "add",
+    "argmax",
+    "argmin",
+    "asarray",
+    "assemble",
+    "attention",
+    "call",
+    "cast",
+    "cholesky",
+    "contract",
+    "cumsum",
+    "eig",
+    "eigh",
+    "exp",
+    "fft",
+    "fold",
+    "gather",
+    "ifft",
+    "irfft",
+    "logsumexp",
+    "lu",
+    "map",
+    "matmul",
+    "max",
+    "mean_var",
+    "min",
+    "mul",
+    "numbering",
+    "prod",
+    "qr",
+    "range_gather",
+    "reduce",
+    "rfft",
+    "scan",
+    "scatter",
+    "searchsorted",
+    "softmax",
+    "solve_triangular",
+    "sort",
+    "sub",
+    "sum",
+    "svd",
+    "take",
+    "to_numpy",
+    "topk",
+    "where",
+]
+
+
+# --------------------------------------------------------------------------
+# The checked call
+# --------------------------------------------------------------------------
+
+
+def _complex_of(dt: Dtype) -> Dtype:
+    return D.complex128 if dt in (D.float64, D.complex128) else D.complex64
+
+
+def _real_of(dt: Dtype) -> Dtype:
+    return {D.complex128: D.float64, D.complex64: D.float32}.get(dt, dt)
+
+
+def _result_dtypes(sp: Any, operands: Sequence[Array]) -> tuple[Dtype, ...]:
+    """The destinations' dtypes the spec and operands fix."""
+    match sp:
+        case S.Map():
+            return sp.prog.out_dtypes
+        case S.Reduce() | S.Scan():
+            return sp.result_dtypes()
+        case S.Fold() | S.Cholesky():
+            return (operands[0].dtype,)
+        case S.Gather() | S.RangeGather():
+            return (operands[1].dtype,)
+        case S.Scatter():
+            return (operands[0].dtype,)
+        case S.Sort():
+            return (operands[0].dtype, D.int64)
+        case S.Numbering():
+            return (D.int64,)
+        case S.Fft():
+            x = operands[0].dtype
+            if isinstance(sp.kind, S.R2c):
+                return (_complex_of(x),)
+            if isinstance(sp.kind, S.C2r):
+                return (_real_of(x),)
+            return (x,)
+        case S.Lu():
+            return (operands[0].dtype, D.int64, D.int64)
+        case S.Qr():
+            return (operands[0].dtype,) * 2
+        case S.Svd():
+            a = operands[0].dtype
+            return (a, _real_of(a), a) if sp.vectors is not None else (_real_of(a),)
+        case S.Eigh():
+            a = operands[0].dtype
+            return (_real_of(a), a) if sp.vectors else (_real_of(a),)
+        case S.Eig():
+            c = _complex_of(operands[0].dtype)
+            return (c, c) if sp.vectors else (c,)
+        case S.SolveTriangular():
+            return (operands[1].dtype,)
+        case S.Attention():
+            v = operands[2].dtype
+            return (v, sp.acc)
+    raise InvalidArgument(f"nx.call: {type(sp).__name__} needs its destinations' dtypes (dtypes=...)")
+
+
+def _refusal_rule(sp: Any, operands: Sequence[Array], dtypes: Sequence[Dtype],
+                  rank: int) -> tuple[Answer, str] | None:
+    """The contract's refusal rule for a loop kernel's dtypes, where it has one."""
+    loads = [o.dtype for o in operands]
+    match sp:
+        case S.Map():
+            return Shape.map_refusal(sp.prog, rank, dtypes, loads, sp.loads)
+        case S.Reduce():
+            return Shape.reduce_refusal(sp.prog, rank, sp.reductions, dtypes, loads, sp.loads)
+        case S.Scan():
+            carry = loads[0] if sp.carry else None
+            return Shape.scan_refusal(sp.prog, rank, sp.reduction, sp.output, dtypes, carry,
+                                      loads[1:] if sp.carry else loads, sp.loads)
+        case S.Attention():
+            n_kv = 4 if isinstance(sp.kv, S.Paged) else 3
+            first = n_kv + (1 if sp.lengths else 0)
+            return Shape.attention_refusal(sp.prog, operands[0].dtype, rank, dtypes[0], sp.acc,
+                                           loads[first:], sp.loads)
+    return None
+
+
+def _loop_rank(sp: Any, operands: Sequence[Array]) -> int:
+    """The rank of a loop kernel's loop (the loaded shape's)."""
+    match sp:
+        case S.Map() | S.Reduce() | S.Scan():
+            shapes = [o.shape for o in operands[1 if isinstance(sp, S.Scan) and sp.carry else 0:]]
+            if not shapes:
+                return 0
+            loaded = Shape.padded(shapes[0], sp.loads[0].pad) if isinstance(
+                sp.loads[0], S.Padded) else shapes[0]
+            return len(loaded) if not isinstance(loaded, Shape.Error) else len(shapes[0])
+        case S.Attention():
+            return operands[0].rank + 1
+    return 0
+
+
+def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
+         device: Rig | None = None, name: str | None = None) -> tuple[Array, ...]:
+    """Run kernel ``sp.kernel`` on ``operands``: check the call fits, allocate the
+    destinations (of ``dtypes`` where the spec does not fix them) on the
+    operands' device, and ask each library that computes on it, in priority
+    order, until one answers DONE. Returns the destinations."""
+    from .plugins import discover
+
+    fn = name or f"nx.{sp.kernel}"
+    ops = tuple(operands)
+    for o in ops:
+        if not isinstance(o, Array):
+            raise InvalidArgument(f"{fn}: operands must be Arrays, got {type(o).__name__}; use nx.asarray")
+    if len(ops) != sp.n_operands():
+        refused(fn, Answer.BAD_ARITY, ops,
+                f"takes {sp.n_operands()} operands, got {len(ops)}")
+    devices = {id(o.device): o.device for o in ops}
+    if len(devices) > 1:
+        refused(fn, Answer.WRONG_DEVICE, ops,
+                "operands are on " + ", ".join(d.name for d in devices.values()))
+    dev = device or (ops[0].device if ops else None)
+    if dev is None:
+        raise InvalidArgument(f"{fn}: a call with no operand needs device=")
+    shapes = getattr(Shape, sp.kernel)(sp, [o.shape for o in ops])
+    if isinstance(shapes, Shape.Error):
+        refused(fn, Answer.SHAPE_MISMATCH, ops, shapes.reason)
+    dts = tuple(dtypes) if dtypes is not None else _result_dtypes(sp, ops)
+    if len(dts) != len(shapes):
+        raise InvalidArgument(f"{fn}: {len(dts)} destination dtypes for {len(shapes)} results")
+    rule = _refusal_rule(sp, ops, dts, _loop_rank(sp, ops))
+    if rule is not None:
+        refused(fn, rule[0], ops, rule[1])
+    dsts = tuple(Array.empty(dt, sh, dev) for dt, sh in zip(dts, shapes, strict=True))
+    libraries = discover().libraries_for(dev)
+    declines = []
+    for lib in libraries:
+        answer = getattr(lib, sp.kernel)(sp, dsts, ops)
+        if answer is Answer.DONE:
+            return dsts
+        if answer is Answer.DECLINED:
+            why = lib.statement.declines(Call(sp.kernel, sp, dsts, ops)) or "declined"
+            declines.append(f"{lib.name} declines it ({why})")
+            continue
+        refused(fn, answer, ops)
+    if not libraries:
+        raise InvalidArgument(f"{fn}: no library computes on {dev.name} ({describe(ops)})")
+    raise InvalidArgument(f"{fn}: no library computes this case: {'; '.join(declines)} "
+                          f"({describe(ops)})")
+
+
+# --------------------------------------------------------------------------
+# One function per kernel
+# --------------------------------------------------------------------------
+
+
+def _arrays(fn: str, xs: Sequence[object], like: Array | None = None) -> list[Array]:
+    """Operands as Arrays: Arrays as they are, anything else converted on the
+    first Array's device, Python scalars to its dtype."""
+    anchor = like or next((x for x in xs if isinstance(x, Array)), None)
+    out = []
+    for x in xs:
+        if isinstance(x, Array):
+            out.append(x)
+        elif anchor is not None and isinstance(x, (int, float, bool, complex)):
+            out.append(asarray(x, anchor.dtype, anchor.device))
+        elif anchor is not None:
+            out.append(asarray(x, device=anchor.device))
+        else:
+            out.append(asarray(x))
+    return out
+
+
+def _broadcast(fn: str, xs: Sequence[Array]) -> list[Array]:
+    """Operands broadcast to their common shape, as NumPy's rules give it."""
+    try:
+        common = np.broadcast_shapes(*(x.shape for x in xs))
+    except ValueError:
+        raise InvalidArgument(f"{fn}: shapes do not broadcast ({describe(xs)})") from None
+    return [x if x.shape == common else x.view(Broadcast(tuple(common))) for x in xs]
+
+
+def map(prog: Prog, *operands: Array, loads: Sequence[S.Load] | None = None) -> tuple[Array, ...]:
+    """``prog`` at every index of its operands' (loaded) shape; one array per output."""
+    sp = S.Map(prog, tuple(loads) if loads is not None else (S.PLAIN,) * len(operands))
+    return call(sp, *operands)
+
+
+def reduce(prog: Prog, *operands: Array, axes: Sequence[int],
+           reductions: Sequence[tuple[S.Reduction, int, Dtype]],
+           loads: Sequence[S.Load] | None = None) -> tuple[Array, ...]:
+    """The reductions of ``prog``'s outputs along ``axes``, results in order."""
+    sp = S.Reduce(prog, tuple(loads) if loads is not None else (S.PLAIN,) * len(operands),
+                  tuple(axes), tuple(reductions))
+    return call(sp, *operands)
+
+
+def scan(prog: Prog, *operands: Array, axis: int, reduction: S.Reduction, output: int = 0,
+         dtype: Dtype | None = None, reverse: bool = False, carry: Array | None = None,
+         loads: Sequence[S.Load] | None = None) -> tuple[Array, ...]:
+    """The inclusive scan by ``reduction`` of output ``output`` along ``axis``,
+    continuing from ``carry`` where given."""
+    sp = S.Scan(prog, tuple(loads) if loads is not None else (S.PLAIN,) * len(operands), axis,
+                reduction, output, dtype or prog.out_dtypes[output], reverse, carry is not None)
+    return call(sp, *([carry] if carry is not None else []), *operands)
+
+
+def fold(x: Array, shape: Sequence[int], pad: S.Pad) -> Array:
+    """The adjoint of a Padded load by ``pad`` of an operand of ``shape``."""
+    return call(S.Fold(tuple(shape), pad), x)[0]
+
+
+def gather(x: Array, index: Array, axis: int) -> Array:
+    """x's elements at the positions ``index`` holds along ``axis`` (index has x's
+    rank, x's extents but along axis); outside [0, d) reads zero bits."""
+    return call(S.Gather(axis), index, x)[0]
+
+
+def range_gather(x: Array, starts: Array, axis: int, run: int) -> Array:
+    """Runs of ``run`` elements of x along ``axis`` from each of ``starts``."""
+    return call(S.RangeGather(axis, run), starts, x)[0]
+
+
+def scatter(into: Array, index: Array, updates: Array, axis: int, combine: str = "set",
+            unique: bool = False) -> Array:
+    """``into`` with ``updates`` combined (set, add, max, min) at ``index`` along
+    ``axis``, in C order of the updates; out-of-range updates dropped."""
+    try:
+        how = S.Combine[combine.upper()]
+    except KeyError:
+        raise InvalidArgument(f"nx.scatter: combine {combine!r} is not set, add, max or min") from None
+    return call(S.Scatter(axis, how, unique), into, index, updates)[0]
+
+
+def numbering(keys: Array, x: Array, side: str = "left") -> Array:
+    """Per batch row, the number of keys below (left) or not above (right) each
+    element of x, in sort's total order."""
+    return call(S.Numbering(_side(side)), keys, x)[0]
+
+
+def assemble(pieces: Sequence[Array], shape: Sequence[int], regions: Sequence[Sequence[Any]],
+             fill: object = 0, dtype: Dtype | None = None) -> Array:
+    """An array of ``shape``: each piece pasted into its region (a Range per
+    axis), the last piece winning, ``fill`` elsewhere."""
+    from .prog import bits
+
+    dt = dtype or (pieces[0].dtype if pieces else None)
+    if dt is None:
+        raise InvalidArgument("nx.assemble: give dtype= when there is no piece")
+    fill_bits = fill if isinstance(fill, bytes) else bits(dt, fill)  # type: ignore[arg-type]
+    sp = S.Assemble(tuple(shape), fill_bits, tuple(tuple(r) for r in regions))
+    return call(sp, *pieces, dtypes=(dt,), device=pieces[0].device if pieces else None)[0]
+
+
+# --------------------------------------------------------------------------
+# Elementwise conveniences
+# --------------------------------------------------------------------------
+
+
+def _binary(fn: str, kind: Binary, x: object, y: object) -> Array:
+    a, b = _broadcast(fn, _arrays(fn, [x, y]))
+    if a.dtype is not b.dtype:
+        raise InvalidArgument(f"{fn}: operands of dtypes {a.dtype.name} and {b.dtype.name} differ; "
+                              f"cast one first ({describe([a, b])})")
+    return call(S.Map(Prog.binary(kind, a.dtype), (S.PLAIN, S.PLAIN)), a, b, name=fn)[0]
+
+
+def add(x: object, y: object) -> Array:
+    """x + y elementwise, NumPy broadcasting; one dtype, integers wrap."""
+    return _binary("nx.add", Binary.ADD, x, y)
+
+
+def sub(x: object, y: object) -> Array:
+    """x − y elementwise, NumPy broadcasting; one dtype, integers wrap."""
+    return _binary("nx.sub", Binary.SUB, x, y)
+
+
+def mul(x: object, y: object) -> Array:
+    """x · y elementwise, NumPy broadcasting; one dtype, integers wrap."""
+    return _binary("nx.mul", Binary.MUL, x, y)
+
+
+def exp(x: object) -> Array:
+    """e^x elementwise, for float x."""
+    (a,) = _arrays("nx.exp", [x])
+    return call(S.Map(Prog.unary(Unary.EXP, a.dtype), (S.PLAIN,)), a, name="nx.exp")[0]
+
+
+def where(c: object, x: object, y: object) -> Array:
+    """x where the bool c holds, else y; NumPy broadcasting."""
+    cc, a, b = _broadcast("nx.where", _arrays("nx.where", [c, x, y]))
+    if a.dtype is not b.dtype:
+        raise InvalidArgument(f"nx.where: x and y have dtypes {a.dtype.name} and {b.dtype.name}")
+    prog = Prog.where(a.dtype)
+    return call(S.Map(prog, (S.PLAIN,) * 3), cc, a, b, name="nx.where")[0]
+
+
+def cast(x: object, dtype: Dtype | str) -> Array:
+    """x converted to ``dtype`` by the Cast rules (floats by the store rule)."""
+    (a,) = _arrays("nx.cast", [x])
+    dt = D.by_name(dtype) if isinstance(dtype, str) else dtype
+    prog = Prog.identity(a.dtype) if dt is a.dtype else Prog.cast(a.dtype, dt)
+    return call(S.Map(prog, (S.PLAIN,)), a, name="nx.cast")[0]
+
+
+# --------------------------------------------------------------------------
+# Reductions and scans
+# --------------------------------------------------------------------------
+
+
+def _axes(fn: str, x: Array, axis: int | Sequence[int] | None) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(x.rank))
+    raw = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in raw:
+        if not -x.rank <= a < x.rank:
+            raise InvalidArgument(f"{fn}: axis {a} is out of range for {describe([x])}")
+        out.append(int(a) % x.rank)
+    if len(set(out)) != len(out):
+        raise InvalidArgument(f"{fn}: repeated axis in {raw}")
+    return tuple(sorted(out))
+
+
+def _keep(x: Array, axes: tuple[int, ...], r: Array, keepdims: bool) -> Array:
+    if not keepdims:
+        return r
+    return r.reshape([1 if i in axes else d for i, d in enumerate(x.shape)])
+
+
+def _reduce1(fn: str, x: object, axis: int | Sequence[int] | None, reduction: S.Reduction,
+             dtype: Dtype | None, keepdims: bool) -> tuple[Array, ...]:
+    (a,) = _arrays(fn, [x])
+    axes = _axes(fn, a, axis)
+    sp = S.Reduce(Prog.identity(a.dtype), (S.PLAIN,), axes, ((reduction, 0, dtype or a.dtype),))
+    return tuple(_keep(a, axes, r, keepdims) for r in call(sp, a, name=fn))
+
+
+def sum(x: object, axis: int | Sequence[int] | None = None, dtype: Dtype | None = None,
+        keepdims: bool = False) -> Array:
+    """The sum of x's elements along ``axis`` (all where None), from +0, in
+    x's dtype unless ``dtype`` (a float sum may round into any float dtype)."""
+    return _reduce1("nx.sum", x, axis, S.Monoid.SUM, dtype, keepdims)[0]
+
+
+def prod(x: object, axis: int | Sequence[int] | None = None, dtype: Dtype | None = None,
+         keepdims: bool = False) -> Array:
+    """The product of x's elements along ``axis``; an empty product is 1."""
+    return _reduce1("nx.prod", x, axis, S.Monoid.PROD, dtype, keepdims)[0]
+
+
+def max(x: object, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
+    """The greatest element along ``axis`` (NaN where one is NaN; −0 below +0)."""
+    return _reduce1("nx.max", x, axis, S.Monoid.MAX, None, keepdims)[0]
+
+
+def min(x: object, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
+    """The least element along ``axis`` (NaN where one is NaN; −0 below +0)."""
+    return _reduce1("nx.min", x, axis, S.Monoid.MIN, None, keepdims)[0]
+
+
+def argmax(x: object, axis: int | None = None, keepdims: bool = False) -> Array:
+    """int64 positions of the first greatest element (of the first NaN) along
+    ``axis``; over the flattened array where None, as NumPy's."""
+    return _reduce1("nx.argmax", x, axis, S.Arg(S.Extreme.MAX), None, keepdims)[1]
+
+
+def argmin(x: object, axis: int | None = None, keepdims: bool = False) -> Array:
+    """int64 positions of the first least element (of the first NaN) along ``axis``."""
+    return _reduce1("nx.argmin", x, axis, S.Arg(S.Extreme.MIN), None, keepdims)[1]
+
+
+def logsumexp(x: object, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
+    """log Σ exp(x) along ``axis``, without overflow; −inf for no term."""
+    return _reduce1("nx.logsumexp", x, axis, S.LOGSUMEXP, None, keepdims)[0]
+
+
+def mean_var(x: object, axis: int | Sequence[int] | None = None,
+             keepdims: bool = False) -> tuple[Array, Array]:
+    """The population mean and variance along ``axis``, in one pass of the kernel."""
+    mean, var = _reduce1("nx.mean_var", x, axis, S.MOMENTS, None, keepdims)
+    return mean, var
+
+
+def cumsum(x: object, axis: int | None = None, dtype: Dtype | None = None) -> Array:
+    """The inclusive running sum along ``axis`` (of the flattened array where
+    None, as NumPy's)."""
+    (a,) = _arrays("nx.cumsum", [x])
+    if axis is None:
+        a = _flat("nx.cumsum", a)
+        axis = 0
+    (ax,) = _axes("nx.cumsum", a, axis)
+    sp = S.Scan(Prog.identity(a.dtype), (S.PLAIN,), ax, S.Monoid.SUM, 0, dtype or a.dtype)
+    return call(sp, a, name="nx.cumsum")[0]
+
+
+def _flat(fn: str, a: Array) -> Array:
+    """``a`` as one axis: a view where strides allow, else a copy."""
+    lay = a.layout.move(Reshape((a.numel,)))
+    if lay is not None:
+        return Array(a.dtype, lay, a.buffer)
+    return call(S.Map(Prog.identity(a.dtype), (S.PLAIN,)), a, name=fn)[0].reshape([a.numel])
+
+
+def softmax(x: object, axis: int = -1) -> Array:
+    """exp(x − logsumexp(x)) along ``axis``: a Logsumexp reduction, then a map."""
+    (a,) = _arrays("nx.softmax", [x])
+    (ax,) = _axes("nx.softmax", a, axis)
+    lse = logsumexp(a, ax, keepdims=True).view(Broadcast(a.shape))
+    b = Prog.build([a.dtype, a.dtype])
+    prog = b.finish(b.exp(b.ins[0] - b.ins[1]))
+    return call(S.Map(prog, (S.PLAIN, S.PLAIN)), a, lse, name="nx.softmax")[0]
+
+
+# --------------------------------------------------------------------------
+# Moves
+# --------------------------------------------------------------------------
+
+
+def _int64(fn: str, x: object, like: Array) -> Array:
+    a = x if isinstance(x, Array) else asarray(np.asarray(x, dtype=np.int64), device=like.device)
+    if a.dtype is not D.int64:
+        a = cast(a, D.int64)
+    return a
+
+
+def take(x: object, index: object, axis: int = 0) -> Array:
+    """x's elements at ``index`` along ``axis``, shaped as NumPy's take gives:
+    ``x.shape[:axis] + index.shape + x.shape[axis+1:]``. Unlike NumPy, a position
+    outside [0, d) (negative ones included) reads zero bits."""
+    (a,) = _arrays("nx.take", [x])
+    (ax,) = _axes("nx.take", a, axis)
+    idx = _int64("nx.take", index, a)
+    flat = _flat("nx.take", idx) if idx.rank != 1 else idx
+    n = flat.shape[0]
+    lifted = flat.reshape([n if i == ax else 1 for i in range(a.rank)])
+    full = lifted.view(Broadcast(tuple(n if i == ax else d for i, d in enumerate(a.shape))))
+    out = gather(a, full, ax)
+    return out.reshape([*a.shape[:ax], *idx.shape, *a.shape[ax + 1 :]])
+
+
+def sort(x: object, axis: int = -1, descending: bool = False) -> tuple[Array, Array]:
+    """``(values, positions)``: a stable sort along ``axis`` in the total order
+    −inf < … < −0 < +0 < … < +inf < NaN; descending keeps equal elements in
+    increasing position."""
+    (a,) = _arrays("nx.sort", [x])
+    (ax,) = _axes("nx.sort", a, axis)
+    values, positions = call(S.Sort(ax, descending), a, name="nx.sort")
+    return values, positions
+
+
+def topk(x: object, k: int, axis: int = -1, largest: bool = True) -> tuple[Array, Array]:
+    """``(values, positions)`` of the k largest (or smallest) along ``axis``, in
+    order, ties by increasing position."""
+    (a,) = _arrays("nx.topk", [x])
+    (ax,) = _axes("nx.topk", a, axis)
+    values, positions = call(S.Sort(ax, largest, k), a, name="nx.topk")
+    return values, positions
+
+
+def _side(side: str) -> S.Side:
+    try:
+        return S.Side[side.upper()]
+    except KeyError:
+        raise InvalidArgument(f"nx.searchsorted: side {side!r} is not 'left' or 'right'") from None
+
+
+def searchsorted(keys: object, x: object, side: str = "left") -> Array:
+    """Insertion positions of x into the ascending ``keys``: 1-D keys take x of
+    any shape (NumPy's searchsorted); keys ``[b…; m]`` take x ``[b…; n]`` row by row."""
+    k, v = _arrays("nx.searchsorted", [keys, x])
+    if k.rank == 1:
+        flat = _flat("nx.searchsorted", v) if v.rank != 1 else v
+        return numbering(k, flat, side).reshape(v.shape)
+    return numbering(k, v, side)
+
+
+# --------------------------------------------------------------------------
+# Contraction
+# --------------------------------------------------------------------------
+
+
+def _acc_for(dt: Dtype) -> Dtype:
+    """The accumulator a contraction of ``dt`` operands uses by default."""
+    if D.accumulates(dt):
+        return dt
+    if dt.is_float:
+        return D.float32
+    raise InvalidArgument(f"nx.matmul: {dt.name} operands have no accumulator; cast them first")
+
+
+def contract(subscripts: str, a: object, b: object, init: object | None = None,
+             acc: Dtype | None = None, dtype: Dtype | None = None) -> Array:
+    """An einsum-style contraction of two operands, e.g. ``"bij,bjk->bik"``:
+    letters in both inputs and the output are batch axes, in both inputs only
+    contracted, in one input and the output free. Computed in ``acc`` (the
+    operands' dtype, float32 for narrow floats), rounded into ``dtype``; plus
+    ``init`` where given."""
+    fn = "nx.contract"
+    x, y = _arrays(fn, [a, b])
+    try:
+        ins, out = subscripts.replace(" ", "").split("->")
+        sa, sb = ins.split(",")
+    except ValueError:
+        raise InvalidArgument(f"{fn}: subscripts {subscripts!r} are not of the form 'ab,bc->ac'") from None
+    for s, arr in ((sa, x), (sb, y)):
+        if len(s) != arr.rank or len(set(s)) != len(s):
+            raise InvalidArgument(f"{fn}: subscripts {s!r} do not name each of the {arr.rank} "
+                                  f"axes of {describe([arr])} once")
+    if len(set(out)) != len(out) or not set(out) <= set(sa) | set(sb):
+        raise InvalidArgument(f"{fn}: output subscripts {out!r} are not distinct input letters")
+    only_one = [c for c in sa + sb if (c in sa) != (c in sb) and c not in out]
+    if only_one:
+        raise InvalidArgument(f"{fn}: letters {only_one} appear in one input and not the output; "
+                              "reduce them with nx.sum first")
+    batch = [c for c in out if c in sa and c in sb]
+    contracted = [c for c in sa if c in sb and c not in out]
+    free_a = [c for c in sa if c not in sb]
+    free_b = [c for c in sb if c not in sa]
+    acc_dt = acc or _acc_for(x.dtype)
+    sp = S.Contract(tuple((sa.index(c), sb.index(c)) for c in batch),
+                    tuple((sa.index(c), sb.index(c)) for c in contracted), acc_dt,
+                    init=init is not None)
+    ops = [x, y] + ([_arrays(fn, [init], like=x)[0]] if init is not None else [])
+    (r,) = call(sp, *ops, dtypes=(dtype or x.dtype,), name=fn)
+    natural = batch + free_a + free_b
+    if natural == list(out):
+        return r
+    return r.view(Permute(tuple(natural.index(c) for c in out)))
+
+
+def matmul(a: object, b: object) -> Array:
+    """NumPy's matmul: ``[…, m, k] @ […, k, n]`` with broadcast batch axes; a 1-D
+    operand is a vector. Computed in the operands' dtype (float32 for narrow
+    floats) and rounded into it."""
+    fn = "nx.matmul"
+    x, y = _arrays(fn, [a, b])
+    if x.rank == 0 or y.rank == 0:
+        raise InvalidArgument(f"{fn}: operands must have at least one axis ({describe([x, y])})")
+    if x.dtype is not y.dtype:
+        raise InvalidArgument(f"{fn}: operands of dtypes {x.dtype.name} and {y.dtype.name} differ")
+    vec_a, vec_b = x.rank == 1, y.rank == 1
+    xa = x.reshape([1, x.shape[0]]) if vec_a else x
+    yb = y.reshape([y.shape[0], 1]) if vec_b else y
+    if xa.shape[-1] != yb.shape[-2]:
+        refused(fn, Answer.SHAPE_MISMATCH, [x, y],
+                f"contracted extents {xa.shape[-1]} and {yb.shape[-2]} differ")
+    try:
+        lead = tuple(np.broadcast_shapes(xa.shape[:-2], yb.shape[:-2]))
+    except ValueError:
+        raise InvalidArgument(f"{fn}: batch shapes do not broadcast ({describe([x, y])})") from None
+    xa = xa.view(Broadcast((*lead, *xa.shape[-2:])))
+    yb = yb.view(Broadcast((*lead, *yb.shape[-2:])))
+    nb = len(lead)
+    sp = S.Contract(tuple((i, i) for i in range(nb)), ((nb + 1, nb),), _acc_for(x.dtype))
+    (r,) = call(sp, xa, yb, dtypes=(x.dtype,), name=fn)
+    shape = list(r.shape)
+    if vec_b:
+        shape.pop(-1)
+    if vec_a:
+        shape.pop(-2 if not vec_b else -1)
+    return r.reshape(shape) if shape != list(r.shape) else r
+
+
+# --------------------------------------------------------------------------
+# Fourier transforms
+# --------------------------------------------------------------------------
+
+
+def _scale(fn: str, x: Array, factor: float) -> Array:
+    """x times a real ``factor`` rounded to x's (part) dtype: one map."""
+    b = Prog.build([x.dtype])
+    part = _real_of(x.dtype)
+    c = b.const(part, factor)
+    if x.dtype.is_complex:
+        c = b.cast(c, x.dtype)
+    return call(S.Map(b.finish(b.ins[0] * c), (S.PLAIN,)), x, name=fn)[0]
+
+
+def _to_complex(fn: str, x: Array) -> Array:
+    if x.dtype.is_complex:
+        return x
+    if x.dtype not in (D.float32, D.float64):
+        x = cast(x, D.float32)
+    return cast(x, _complex_of(x.dtype))
+
+
+def fft(x: object, axis: int = -1) -> Array:
+    """The forward DFT along ``axis`` (real input becomes complex), as NumPy's fft."""
+    (a,) = _arrays("nx.fft", [x])
+    a = _to_complex("nx.fft", a)
+    (ax,) = _axes("nx.fft", a, axis)
+    return call(S.Fft((ax,), S.Direction.FORWARD, S.C2c()), a, name="nx.fft")[0]
+
+
+def ifft(x: object, axis: int = -1) -> Array:
+    """The inverse DFT along ``axis``, divided by n as NumPy's ifft (the kernel
+    itself is unnormalised; the division is a second, map call)."""
+    (a,) = _arrays("nx.ifft", [x])
+    a = _to_complex("nx.ifft", a)
+    (ax,) = _axes("nx.ifft", a, axis)
+    r = call(S.Fft((ax,), S.Direction.INVERSE, S.C2c()), a, name="nx.ifft")[0]
+    n = a.shape[ax]
+    return _scale("nx.ifft", r, 1.0 / n) if n > 1 else r
+
+
+def rfft(x: object, axis: int = -1) -> Array:
+    """The forward DFT of real x along ``axis``, bins 0..n//2, as NumPy's rfft."""
+    (a,) = _arrays("nx.rfft", [x])
+    (ax,) = _axes("nx.rfft", a, axis)
+    return call(S.Fft((ax,), S.Direction.FORWARD, S.R2c()), a, name="nx.rfft")[0]
+
+
+def irfft(x: object, n: int | None = None, axis: int = -1) -> Array:
+    """The real inverse of ``rfft`` along ``axis`` of ``n`` points (default
+    2·(bins − 1)), divided by n as NumPy's irfft."""
+    (a,) = _arrays("nx.irfft", [x])
+    (ax,) = _axes("nx.irfft", a, axis)
+    points = n if n is not None else 2 * (a.shape[ax] - 1)
+    r = call(S.Fft((ax,), S.Direction.INVERSE, S.C2r(points)), a, name="nx.irfft")[0]
+    return _scale("nx.irfft", r, 1.0 / points) if points > 1 else r
+
+
+# --------------------------------------------------------------------------
+# Matrix routines
+# --------------------------------------------------------------------------
+
+
+def cholesky(a: object, upper: bool = False) -> Array:
+    """The Cholesky factor of each matrix (lower, as NumPy's, unless ``upper``);
+    NaN for a matrix that is not positive definite."""
+    (x,) = _arrays("nx.cholesky", [a])
+    return call(S.Cholesky(upper), x, name="nx.cholesky")[0]
+
+
+def lu(a: object) -> tuple[Array, Array, Array]:
+    """``(lu, pivots, perm)``: partial-pivoting LU of each matrix."""
+    (x,) = _arrays("nx.lu", [a])
+    r = call(S.Lu(), x, name="nx.lu")
+    return r[0], r[1], r[2]
+
+
+def qr(a: object, mode: str = "reduced") -> tuple[Array, Array]:
+    """``(q, r)`` of each matrix; ``mode`` 'reduced' or 'complete' as NumPy's."""
+    (x,) = _arrays("nx.qr", [a])
+    if mode not in ("reduced", "complete"):
+        raise InvalidArgument(f"nx.qr: mode {mode!r} is not 'reduced' or 'complete'")
+    q, r = call(S.Qr(mode == "complete"), x, name="nx.qr")
+    return q, r
+
+
+def svd(a: object, full_matrices: bool = True,
+        compute_uv: bool = True) -> tuple[Array, Array, Array] | Array:
+    """NumPy's svd: ``(u, s, vh)``, or ``s`` alone without ``compute_uv``."""
+    (x,) = _arrays("nx.svd", [a])
+    vectors = None if not compute_uv else (S.Factors.COMPLETE if full_matrices else S.Factors.REDUCED)
+    r = call(S.Svd(vectors), x, name="nx.svd")
+    return (r[0], r[1], r[2]) if compute_uv else r[0]
+
+
+def eigh(a: object) -> tuple[Array, Array]:
+    """``(w, v)``: ascending eigenvalues and eigenvectors of each Hermitian matrix."""
+    (x,) = _arrays("nx.eigh", [a])
+    w, v = call(S.Eigh(True), x, name="nx.eigh")
+    return w, v
+
+
+def eig(a: object) -> tuple[Array, Array]:
+    """``(w, v)``: complex eigenvalues and right eigenvectors of each matrix."""
+    (x,) = _arrays("nx.eig", [a])
+    w, v = call(S.Eig(True), x, name="nx.eig")
+    return w, v
+
+
+def solve_triangular(a: object, b: object, lower: bool = True, trans: bool = False,
+                     unit_diagonal: bool = False) -> Array:
+    """x with ``op(a) x = b`` for triangular a (SciPy's names)."""
+    x, y = _arrays("nx.solve_triangular", [a, b])
+    sp = S.SolveTriangular(lower, trans, unit_diagonal)
+    return call(sp, x, y, name="nx.solve_triangular")[0]
+
+
+# --------------------------------------------------------------------------
+# Attention
+# --------------------------------------------------------------------------
+
+
+def attention(q: object, k: object, v: object, *, scale: float | None = None,
+              causal: bool = False, lengths: object | None = None,
+              acc: Dtype | None = None) -> tuple[Array, Array]:
+    """``(o, lse)``: softmax(scale·q·kᵀ)·v per query row, over Dense keys
+    ``[lead…; hk; tk; d]`` (hk dividing hq); ``causal`` hides keys after the
+    query row (aligned to the last key), ``lengths`` ``[lead…]`` hides keys past
+    each lead index's length. ``scale`` defaults to 1/√d."""
+    fn = "nx.attention"
+    qa, ka, va = _arrays(fn, [q, k, v])
+    acc_dt = acc or (D.float64 if qa.dtype is D.float64 else D.float32)
+    s = scale if scale is not None else 1.0 / math.sqrt(builtins.max(qa.shape[-1], 1))
+    rank = qa.rank + 1
+    b = Prog.build([acc_dt])
+    if causal:
+        tq, tk = qa.shape[-2], ka.shape[-2]
+        row = b.coord(rank - 2)
+        key = b.coord(rank - 1)
+        visible = b.binary(Compare.LESS_EQUAL, key, row + b.const(D.int64, tk - tq))
+    else:
+        visible = b.const(D.bool_, True)
+    prog = b.finish(visible, b.ins[0])
+    ops = [qa, ka, va]
+    if lengths is not None:
+        ops.append(_int64(fn, lengths, qa))
+    sp = S.Attention(prog, (), s, acc_dt, S.Dense(), lengths is not None)
+    o, lse = call(sp, *ops, name=fn)
+    return o, lse
+
+
+def to_numpy(x: Array) -> Any:
+    """A NumPy copy of x's elements."""
+    return x.to_numpy()
