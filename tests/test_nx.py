@@ -59,7 +59,8 @@ def f32(shape: tuple[int, ...]) -> Array:
 def test_a_misfit_names_the_function_and_the_arrays(libs: list[Any]) -> None:
     spy = Recording("spy", Answer.DONE)
     libs.append(spy)
-    with pytest.raises(InvalidArgument, match=r"^nx.add: shapes do not broadcast \(float32 \[2, 3\], float32 \[4\]\)$"):
+    with pytest.raises(InvalidArgument,
+                       match=r"^nx.add: shapes do not broadcast \(float32 \[2, 3\], float32 \[4\]\)$"):
         nx.add(f32((2, 3)), f32((4,)))
     with pytest.raises(InvalidArgument, match=r"^nx.map: .*\(float32 \[2\], float32 \[3\]\)$"):
         nx.map(Prog.binary(Binary.ADD, D.float32), f32((2,)), f32((3,)))
@@ -142,7 +143,7 @@ def test_conveniences_build_the_kernel_calls_numpy_users_expect(libs: list[Any])
     assert nx.matmul(f32((2, 3)), f32((3,))).shape == (2,)
     r = nx.contract("bij,bjk->bki", f32((2, 3, 4)), f32((2, 4, 5)))
     assert r.shape == (2, 5, 3)
-    kernel, sp, _, _ = spy.calls[-1]
+    _, sp, _, _ = spy.calls[-1]
     assert sp.batch == ((0, 0),) and sp.contracting == ((2, 1),)
     assert nx.rfft(f32((8,))).dtype is D.complex64 and nx.rfft(f32((8,))).shape == (5,)
     assert nx.cumsum(x).shape == (6,)
