@@ -17,6 +17,7 @@ import builtins
 import enum
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Final, final
 
 import ml_dtypes
@@ -53,8 +54,11 @@ __all__ = [
     "int64",
     "of_code",
     "of_float",
+    "of_fraction",
+    "of_numpy",
     "pack",
     "same_precision",
+    "store_codes",
     "uint4",
     "uint8",
     "uint16",
@@ -77,19 +81,34 @@ class Kind(enum.Enum):
 @final
 @dataclass(frozen=True, slots=True)
 class FloatFormat:
-    """A binary float format: ``fraction_bits`` stored bits, normal exponents
-    from ``min_exponent``, the largest finite value, and whether overflow goes
-    to infinity (IEEE formats) or saturates (the formats of a byte or less)."""
+    """A binary float format (upstream-facts §5's ``float_format``):
+    ``exponent_bits`` and ``fraction_bits`` stored bits, normal exponents from
+    ``min_exponent``, the largest finite value ``max_finite``, whether the
+    format encodes infinities and NaNs, and whether a store's overflow
+    saturates to ``±max_finite`` (the formats of a byte or less, e5m2 included
+    though it encodes infinities) instead of going to ±inf."""
 
     fraction_bits: int
     min_exponent: int
     max_finite: float
     infinities: bool
     nans: bool
+    exponent_bits: int
+    saturates: bool
+
+    @property
+    def epsilon(self) -> float:
+        """The gap between 1 and the next larger value, ``2**-fraction_bits``."""
+        return 2.0**-self.fraction_bits
+
+    @property
+    def min_normal(self) -> float:
+        """The least positive normal value, ``2**min_exponent``."""
+        return 2.0**self.min_exponent
 
 
 @final
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Dtype:
     """One of the 21 dtypes. Dtypes are singletons: compare with ``is`` or ``==``."""
 
@@ -152,8 +171,12 @@ class Dtype:
         raise ValueError(f"Dtype.int_range: {self.name} is not an integer dtype")
 
 
-def _ff(fraction_bits: int, min_exponent: int, max_finite: float, inf: bool, nan: bool) -> FloatFormat:
-    return FloatFormat(fraction_bits, min_exponent, max_finite, inf, nan)
+def _ff(exponent_bits: int, fraction_bits: int, max_finite: float, *, inf: bool = True,
+        nan: bool = True, saturates: bool = False) -> FloatFormat:
+    """A format of ``exponent_bits`` and ``fraction_bits`` with the exponent bias
+    ``2**(exponent_bits - 1) - 1`` (every format here has it)."""
+    bias = (1 << (exponent_bits - 1)) - 1
+    return FloatFormat(fraction_bits, 1 - bias, max_finite, inf, nan, exponent_bits, saturates)
 
 
 def _dt(name: str, bits: int, kind: Kind, code: int, np_dtype: object,
@@ -162,18 +185,17 @@ def _dt(name: str, bits: int, kind: Kind, code: int, np_dtype: object,
 
 
 float64: Final = _dt("float64", 64, Kind.FLOAT, 0, np.float64,
-                     _ff(52, -1022, float(np.finfo(np.float64).max), True, True))
-float32: Final = _dt("float32", 32, Kind.FLOAT, 1, np.float32,
-                     _ff(23, -126, float(np.finfo(np.float32).max), True, True))
-float16: Final = _dt("float16", 16, Kind.FLOAT, 2, np.float16, _ff(10, -14, 65504.0, True, True))
+                     _ff(11, 52, (2 - 2.0**-52) * 2.0**1023))
+float32: Final = _dt("float32", 32, Kind.FLOAT, 1, np.float32, _ff(8, 23, (2 - 2.0**-23) * 2.0**127))
+float16: Final = _dt("float16", 16, Kind.FLOAT, 2, np.float16, _ff(5, 10, 65504.0))
 bfloat16: Final = _dt("bfloat16", 16, Kind.FLOAT, 3, ml_dtypes.bfloat16,
-                      _ff(7, -126, float(ml_dtypes.finfo(ml_dtypes.bfloat16).max), True, True))
+                      _ff(8, 7, (2 - 2.0**-7) * 2.0**127))
 float8_e4m3fn: Final = _dt("float8_e4m3fn", 8, Kind.FLOAT, 4, ml_dtypes.float8_e4m3fn,
-                           _ff(3, -6, 448.0, False, True))
+                           _ff(4, 3, 448.0, inf=False, saturates=True))
 float8_e5m2: Final = _dt("float8_e5m2", 8, Kind.FLOAT, 5, ml_dtypes.float8_e5m2,
-                         _ff(2, -14, 57344.0, False, True))
+                         _ff(5, 2, 57344.0, saturates=True))
 float4_e2m1fn: Final = _dt("float4_e2m1fn", 4, Kind.FLOAT, 6, ml_dtypes.float4_e2m1fn,
-                           _ff(1, 0, 6.0, False, False))
+                           _ff(2, 1, 6.0, inf=False, nan=False, saturates=True))
 int64: Final = _dt("int64", 64, Kind.SIGNED, 7, np.int64)
 uint64: Final = _dt("uint64", 64, Kind.UNSIGNED, 8, np.uint64)
 int32: Final = _dt("int32", 32, Kind.SIGNED, 9, np.int32)
@@ -190,7 +212,7 @@ bool_: Final = _dt("bool", 8, Kind.BOOLEAN, 19, np.bool_)
 bit: Final = _dt("bit", 1, Kind.BOOLEAN, 20, np.bool_)
 
 #: Every dtype, in code order: ``all[dt.code] is dt``.
-all: Final[tuple[Dtype, ...]] = (  # noqa: A001 - the contract's name
+all: Final[tuple[Dtype, ...]] = (  # the contract's name, shadowing the builtin
     float64, float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, float4_e2m1fn,
     int64, uint64, int32, uint32, int16, uint16, int8, uint8, int4, uint4,
     complex128, complex64, bool_, bit,
@@ -228,7 +250,7 @@ def of_numpy(npdt: npt.DTypeLike) -> Dtype:
     raise ValueError(f"dtype.of_numpy: NumPy dtype {d} has no nxkernel dtype")
 
 
-def bytes(dt: Dtype, n: int) -> int:  # noqa: A001 - the contract's name
+def bytes(dt: Dtype, n: int) -> int:  # the contract's name, shadowing the builtin
     """Bytes that ``n`` elements of ``dt`` occupy: ``ceil(n * bits / 8)``."""
     if n < 0:
         raise ValueError(f"dtype.bytes: n = {n} is negative")
@@ -342,14 +364,15 @@ def of_float(dt: Dtype, x: npt.ArrayLike) -> npt.NDArray[np.generic]:
         r = _round_to_format(v, fmt)
         with np.errstate(all="ignore"):
             big = np.abs(r) > fmt.max_finite
-            if fmt.infinities:
-                r = np.where(big, np.copysign(np.inf, r), r)
-            else:
+            if fmt.saturates:
                 r = np.where(big, np.copysign(fmt.max_finite, r), r)
+            else:
+                r = np.where(big, np.copysign(np.inf, r), r)
             if not fmt.nans:
                 r = np.where(np.isnan(r), 0.0, r)
-        # r is exactly representable now, so the cast is exact.
-        return r.astype(dt.numpy_dtype)
+            # r is exactly representable now, so the cast is exact (a signalling
+            # NaN quiets, as the NaN rule allows, without a warning).
+            return r.astype(dt.numpy_dtype)
     if kind is Kind.COMPLEX:
         part = float32 if dt is complex64 else float64
         re = of_float(part, v)
@@ -357,7 +380,7 @@ def of_float(dt: Dtype, x: npt.ArrayLike) -> npt.NDArray[np.generic]:
         out.real = re
         return out
     if kind is Kind.BOOLEAN:
-        return v != 0
+        return np.asarray(v != 0, dtype=np.bool_)
     lo, hi = dt.int_range
     with np.errstate(all="ignore"):
         t = np.trunc(v)
@@ -373,20 +396,25 @@ def of_float(dt: Dtype, x: npt.ArrayLike) -> npt.NDArray[np.generic]:
         return out64
     ints = safe.astype(np.int64)
     ints = np.where(over, hi, np.where(under, lo, ints))
-    return ints.astype(dt.numpy_dtype)
+    stored: npt.NDArray[np.generic] = ints.astype(dt.numpy_dtype)
+    return stored
 
 
-def of_fraction(dt: Dtype, q: object) -> float:
+def of_fraction(dt: Dtype, q: Fraction | int | float | str) -> float:
     """The value the store rule gives an exact rational ``q`` in float dtype ``dt``,
-    as a float64 (the slow reference the tests hold ``of_float`` to)."""
-    from fractions import Fraction
-
+    as a float64 (the slow reference the tests hold ``of_float`` to). A float
+    ``q`` may also be ±inf (±inf, or ±max_finite where the format saturates) or
+    NaN (NaN, or +0 in a format without NaNs)."""
     fmt = dt.float_format
     if fmt is None:
         raise ValueError(f"dtype.of_fraction: {dt.name} is not a float dtype")
-    value = Fraction(q)  # type: ignore[arg-type]
+    if isinstance(q, float) and not math.isfinite(q):
+        if math.isnan(q):
+            return q if fmt.nans else 0.0
+        return math.copysign(fmt.max_finite, q) if fmt.saturates else q
+    value = Fraction(q)
     if value == 0:
-        return 0.0
+        return math.copysign(0.0, q) if isinstance(q, float) else 0.0
     sign = -1 if value < 0 else 1
     a = abs(value)
     e = math.floor(math.log2(a.numerator) - math.log2(a.denominator))
@@ -402,7 +430,7 @@ def of_fraction(dt: Dtype, q: object) -> float:
         fl += 1
     r = fl * quantum
     if r > Fraction(fmt.max_finite):
-        return sign * (math.inf if fmt.infinities else fmt.max_finite)
+        return sign * (fmt.max_finite if fmt.saturates else math.inf)
     return sign * float(r)
 
 
@@ -432,10 +460,13 @@ def pack(dt: Dtype, values: npt.ArrayLike) -> npt.NDArray[np.uint8]:
     padded[: codes.size] = codes
     lanes = padded.reshape(-1, per).astype(np.uint16)
     shifts = np.arange(per, dtype=np.uint16) * dt.bits
-    return (lanes << shifts).sum(axis=1).astype(np.uint8)
+    packed: npt.NDArray[np.uint8] = (lanes << shifts).sum(axis=1).astype(np.uint8)
+    return packed
 
 
-def unpack(dt: Dtype, storage: npt.NDArray[np.uint8], positions: npt.ArrayLike) -> npt.NDArray[np.generic]:
+def unpack(
+    dt: Dtype, storage: npt.NDArray[np.uint8], positions: npt.ArrayLike
+) -> npt.NDArray[np.generic]:
     """The elements of a sub-byte dtype at element ``positions`` of ``storage``
     (a uint8 array of the buffer's bytes), as host elements of ``dt.numpy_dtype``."""
     if not dt.is_sub_byte:
@@ -443,13 +474,18 @@ def unpack(dt: Dtype, storage: npt.NDArray[np.uint8], positions: npt.ArrayLike) 
     pos = np.asarray(positions, dtype=np.int64)
     bitpos = pos * dt.bits
     codes = (storage[bitpos >> 3] >> (bitpos & 7).astype(np.uint8)) & np.uint8((1 << dt.bits) - 1)
+    out: npt.NDArray[np.generic]
     if dt is bit:
-        return codes.astype(np.bool_)
-    if dt is int4:
+        out = codes.astype(np.bool_)
+    elif dt is int4:
         signed = codes.astype(np.int8)
         signed = np.where(signed >= 8, signed - 16, signed).astype(np.int8)
-        return signed.astype(dt.numpy_dtype)
-    return codes.view(dt.numpy_dtype) if dt is not uint4 else codes.astype(dt.numpy_dtype)
+        out = signed.astype(dt.numpy_dtype)
+    elif dt is uint4:
+        out = codes.astype(dt.numpy_dtype)
+    else:  # float4_e2m1fn: the code is the host element's byte
+        out = codes.view(dt.numpy_dtype)
+    return out
 
 
 def store_codes(dt: Dtype, storage: npt.NDArray[np.uint8], positions: npt.ArrayLike,

@@ -216,8 +216,9 @@ class Layout:
         ``(0, 0)`` for a layout with no element."""
         if self.numel == 0:
             return (0, 0)
-        lo = self.offset + sum(s * (d - 1) for d, s in zip(self.shape, self.strides, strict=True) if s < 0)
-        hi = self.offset + sum(s * (d - 1) for d, s in zip(self.shape, self.strides, strict=True) if s > 0)
+        axes = list(zip(self.shape, self.strides, strict=True))
+        lo = self.offset + sum(s * (d - 1) for d, s in axes if s < 0)
+        hi = self.offset + sum(s * (d - 1) for d, s in axes if s > 0)
         return (lo, hi + 1)
 
     def is_contiguous(self) -> bool:
@@ -225,13 +226,22 @@ class Layout:
         return self.canonical() == Layout.c_contiguous(self.shape, self.offset).canonical()
 
     def is_distinct(self) -> bool:
-        """Whether no two indices reach one position: sorting the axes of extent
-        above 1 by |stride| (ties by axis), each stride exceeds the reach
-        ``Σ (d_j − 1)·|s_j|`` of the axes before it."""
+        """Upstream's rule (upstream-facts §8): sorting the axes of extent above 1
+        by |stride| (ties by axis), each stride exceeds the reach
+        ``Σ (d_j − 1)·|s_j|`` of the axes before it.
+
+        True proves that no two indices reach one position. The rule is
+        sufficient, not necessary: ``Layout((3, 2), (2, 3))`` reaches 0 3 2 5 4 7,
+        all distinct, yet is not distinct by it. It is exact where the |strides|
+        of the axes above extent 1 divide one another, and on every layout that
+        Slices, Permutes, Reshapes and Broadcasts make of a C-contiguous one;
+        Windows can make distinct layouts it does not prove distinct."""
         if self.numel == 0:
             return True
         axes = sorted(
-            (abs(s), i) for i, (d, s) in enumerate(zip(self.shape, self.strides, strict=True)) if d > 1
+            (abs(s), i)
+            for i, (d, s) in enumerate(zip(self.shape, self.strides, strict=True))
+            if d > 1
         )
         reach = 0
         for stride, i in axes:
@@ -380,7 +390,8 @@ class Layout:
         for w in windows:
             if not prev < w.axis < self.rank:
                 raise ValueError(
-                    f"{fn}: window axes must increase strictly within rank {self.rank}; got {w.axis}"
+                    f"{fn}: window axes must increase strictly within rank {self.rank}; "
+                    f"got {w.axis}"
                 )
             prev = w.axis
             count = window_count(fn, self.shape[w.axis], w)

@@ -42,7 +42,10 @@ def brute_identical(a: Array, b: Array) -> bool:
 def brute_decision(written: list[Array], read: list[Array]) -> Answer | None:
     for w in written:
         pos = list(w.layout.positions())
-        if len(set(pos)) != len(pos):
+        # The door keeps upstream's sorted-stride rule, which is sufficient but
+        # not necessary for distinct positions (tests/test_layout.py holds it to
+        # brute force); a layout really repeating an element is always refused.
+        if len(set(pos)) != len(pos) or not w.layout.is_distinct():
             return Answer.REPEATED_ELEMENTS
     for i, w in enumerate(written):
         if any(brute_shares(w, o) for j, o in enumerate(written) if j != i):
