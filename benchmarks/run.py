@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         try:
             got = module.run(args.quick)
-        except Exception:  # noqa: BLE001 - one failing benchmark must not hide the others
+        except Exception:  # one failing benchmark must not hide the others
             failed += 1
             print(f"{name}: failed\n{traceback.format_exc()}", file=sys.stderr)
             continue
