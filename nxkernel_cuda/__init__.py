@@ -1,0 +1,36 @@
+"""nxkernel_cuda: the CUDA kernel library ``nx.cuda`` (entry point ``cuda``).
+
+Modules, one concern each:
+
+* ``library``: the library object and its statement (start here);
+* ``plugin``: the discovery hooks;
+* ``device``: ``cuda:N`` and ``cuda-emu:N``, and ``availability()``;
+* ``launch``: the launch path shared by both (Dim3, Pointer, Function, Module);
+* ``build``: sources, rendering, NVRTC to cubin, ``CompileError``;
+* ``cache``: the disk cache of cubins and emulator objects;
+* ``gpu``: cubins as CuPy RawModules, CUDA errors as device errors;
+* ``emulator``: ``emu_cuda.h`` and the driver that runs kernels on the CPU;
+* ``catalog``: every source the library launches;
+* ``lane_sum``, ``copy``: kernel families.
+"""
+
+from __future__ import annotations
+
+from .build import CompileError, Source
+from .device import CudaDevice, CudaRig, EmuDevice, availability, open_devices
+from .launch import Dim3, LaunchError, Pointer
+from .library import LIBRARY
+
+__all__ = [
+    "LIBRARY",
+    "CompileError",
+    "CudaDevice",
+    "CudaRig",
+    "Dim3",
+    "EmuDevice",
+    "LaunchError",
+    "Pointer",
+    "Source",
+    "availability",
+    "open_devices",
+]

@@ -1,7 +1,6 @@
 """The host library: kernels for host memory, assembled from its families.
 
-It computes on every device whose memory the host addresses
-(``Rig.shares_host_memory``). Each kernel family lives in its own module and
+It computes on the host and on memory devices (``rig.memory_device``). Each kernel family lives in its own module and
 exports a ``FAMILY`` (see ``family``); this module ties them into the object
 the ``host`` entry point returns, with one statement for the whole library.
 A kernel no family computes declines every case, and the statement says so.
@@ -93,8 +92,11 @@ class HostLibrary:
         return "HostLibrary()"
 
     def computes_on(self, device: Rig) -> bool:
-        """True for every device whose memory the host addresses."""
-        return device.shares_host_memory
+        """True for the host and the memory devices (``rig.memory_device``): the
+        devices whose memory is the host's and whose work this process runs
+        directly. A device another library emulates on host memory (the CUDA
+        library's ``cuda-emu``) is left to that library."""
+        return device.shares_host_memory and device.model in ("host", "memory")
 
     def declines(self, call: Call) -> str | None:
         """Why this library declines ``call``, or ``None``."""

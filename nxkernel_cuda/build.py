@@ -1,0 +1,337 @@
+"""CUDA sources, their rendering, and their compilation to cubin by NVRTC.
+
+Rules:
+
+* A kernel source is a :class:`Source`: a name, the CUDA C++ text, and the
+  name expressions of the kernels the library launches from it (a template
+  kernel is one expression per instantiation, ``"nxk_lane_sum_f32<256>"``).
+  Hand-written sources are ``.cu`` files in ``nxkernel_cuda/kernels/``; their
+  shared headers are the ``.cuh`` files there, every one of which is given to
+  every compilation. Generated sources are rendered by pure functions from a
+  ``string.Template`` with named slots (:func:`render`).
+* :func:`compile` builds a source for one architecture (``"sm_90"``) to a
+  cubin, never to PTX, so nothing is left to the driver's JIT, with
+  :data:`OPTIONS`: no fused multiply-add contraction, IEEE division and square
+  root, no flush to zero, C++17. A cubin is cached on disk (see
+  :mod:`nxkernel_cuda.cache`) keyed by the source, every header, the options,
+  the architecture, the NVRTC version and the name expressions.
+* A compilation that fails raises :class:`CompileError`, carrying the source
+  (and printing it numbered), its name, the kernels, the options and the log.
+
+NVRTC comes from the ``nvidia-cuda-nvrtc`` wheel through cuda-python
+(``cuda.bindings.nvrtc``); cuda-python finds ``libnvrtc.so`` in
+``site-packages/nvidia/cu13/lib`` itself (``cuda.pathfinder``), so nothing has
+to be preloaded. Compiling needs no GPU and no driver.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import string
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType, ModuleType
+from typing import Any, Final, final
+
+from . import cache
+
+__all__ = [
+    "CI_ARCHES",
+    "KERNEL_DIR",
+    "OPTIONS",
+    "CompileError",
+    "Cubin",
+    "NvrtcUnavailable",
+    "Source",
+    "compile",
+    "compile_options",
+    "file_source",
+    "headers",
+    "numbered",
+    "nvrtc_version",
+    "render",
+    "supported_arches",
+]
+
+#: The folder of the hand-written ``.cu`` sources and ``.cuh`` headers.
+KERNEL_DIR: Final = Path(__file__).resolve().parent / "kernels"
+
+#: The options of every compilation, beside the architecture.
+OPTIONS: Final[tuple[str, ...]] = (
+    "--fmad=false",      # no a*b+c contracted into an fma: each product rounds
+    "-prec-div=true",    # IEEE round-to-nearest division
+    "-prec-sqrt=true",   # IEEE round-to-nearest square root
+    "-ftz=false",        # subnormals kept, never flushed to zero
+    "-std=c++17",
+)
+
+#: The architectures CI compiles every source for.
+CI_ARCHES: Final[tuple[str, ...]] = ("sm_80", "sm_90")
+
+_ARCH: Final = re.compile(r"sm_(\d+)[af]?")
+
+
+# --------------------------------------------------------------------------
+# Sources
+# --------------------------------------------------------------------------
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A CUDA C++ translation unit and the kernels launched from it.
+
+    ``name`` names it in messages and logs (``"lane_sum.cu"``); ``kernels`` are
+    the name expressions of its kernels, each launched by that expression: an
+    ``extern "C"`` kernel's name, or a template kernel's instantiation.
+    """
+
+    name: str
+    text: str
+    kernels: tuple[str, ...]
+    #: A digest of the name, text and kernels, for in-process caches.
+    key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.name.endswith(".cu"):
+            raise ValueError(f"Source: the name {self.name!r} does not end in .cu")
+        if not isinstance(self.kernels, tuple) or not self.kernels:
+            raise ValueError(f"Source {self.name}: kernels must be a non-empty tuple of name expressions")
+        if len(set(self.kernels)) != len(self.kernels):
+            raise ValueError(f"Source {self.name}: a kernel is named twice in {self.kernels}")
+        object.__setattr__(self, "key", cache.digest(self.name, self.text, *self.kernels))
+
+    def numbered(self) -> str:
+        """The text with line numbers, as compile errors print it."""
+        return numbered(self.text)
+
+
+def numbered(text: str) -> str:
+    """``text`` with each line prefixed by its number (from 1)."""
+    lines = text.splitlines()
+    width = len(str(len(lines)))
+    return "\n".join(f"{i:>{width}} | {line}" for i, line in enumerate(lines, start=1))
+
+
+def file_source(filename: str, kernels: Sequence[str]) -> Source:
+    """The hand-written source ``KERNEL_DIR/filename`` exporting ``kernels``."""
+    path = KERNEL_DIR / filename
+    return Source(filename, path.read_text(), tuple(kernels))
+
+
+@functools.cache
+def headers() -> tuple[tuple[str, str], ...]:
+    """Every ``.cuh`` header of :data:`KERNEL_DIR` as (include name, text),
+    sorted by name; each compilation gets all of them."""
+    return tuple((p.name, p.read_text()) for p in sorted(KERNEL_DIR.glob("*.cuh")))
+
+
+def render(template: string.Template, **slots: str) -> str:
+    """``template`` with every slot filled: a ``ValueError`` naming the slots
+    it lacks or that it does not have, before any substitution."""
+    wanted = set(template.get_identifiers())
+    missing = sorted(wanted - slots.keys())
+    extra = sorted(slots.keys() - wanted)
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"no value for {', '.join(missing)}")
+        if extra:
+            parts.append(f"no slot named {', '.join(extra)}")
+        raise ValueError(f"render: {'; '.join(parts)} (the slots are {', '.join(sorted(wanted))})")
+    return template.substitute(slots)
+
+
+# --------------------------------------------------------------------------
+# NVRTC
+# --------------------------------------------------------------------------
+
+
+class NvrtcUnavailable(RuntimeError):
+    """NVRTC cannot be loaded: cuda-python or the nvidia-cuda-nvrtc wheel is missing."""
+
+
+class CompileError(Exception):
+    """A compiler refused a source: the message has the log and the numbered source.
+
+    Attributes: ``source`` (the text), ``name`` (the source's), ``kernels``,
+    ``arch``, ``options`` and ``log`` (the compiler's: NVRTC's, or g++'s for
+    the emulator).
+    """
+
+    def __init__(self, source: Source, arch: str, options: Sequence[str], log: str,
+                 compiler: str = "NVRTC") -> None:
+        self.source: Final = source.text
+        self.name: Final = source.name
+        self.kernels: Final = source.kernels
+        self.arch: Final = arch
+        self.options: Final = tuple(options)
+        self.log: Final = log
+        super().__init__(
+            f"{compiler} could not compile {source.name} for {arch} (kernels {', '.join(source.kernels)})\n"
+            f"options: {' '.join(self.options)}\n"
+            f"log:\n{log.rstrip()}\n"
+            f"source:\n{numbered(source.text)}"
+        )
+
+    def numbered_source(self) -> str:
+        """The source with line numbers, to read next to the log."""
+        return numbered(self.source)
+
+
+@functools.cache
+def _nvrtc() -> ModuleType:
+    """The cuda-python NVRTC bindings; :class:`NvrtcUnavailable` with the remedy."""
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        try:
+            from cuda import nvrtc  # cuda-python < 12.6
+        except ImportError as e:
+            raise NvrtcUnavailable(
+                f"cuda-python is not installed ({e}); pip install cuda-python 'nvidia-cuda-nvrtc==13.0.*'"
+            ) from e
+    try:
+        nvrtc.nvrtcVersion()
+    except Exception as e:  # the library itself could not be loaded
+        raise NvrtcUnavailable(
+            f"libnvrtc could not be loaded ({type(e).__name__}: {e}); pip install 'nvidia-cuda-nvrtc==13.0.*'"
+        ) from e
+    module: ModuleType = nvrtc
+    return module
+
+
+def _check(nvrtc: ModuleType, result: Any, what: str) -> Any:
+    """The values of an NVRTC call's result tuple; ``RuntimeError`` on an error code."""
+    status, *values = result
+    if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, text = nvrtc.nvrtcGetErrorString(status)
+        raise RuntimeError(f"NVRTC {what}: {text.decode()}")
+    return values[0] if len(values) == 1 else values
+
+
+@functools.cache
+def nvrtc_version() -> tuple[int, int]:
+    """NVRTC's (major, minor) version; :class:`NvrtcUnavailable` without it."""
+    nvrtc = _nvrtc()
+    major, minor = _check(nvrtc, nvrtc.nvrtcVersion(), "version")
+    return int(major), int(minor)
+
+
+@functools.cache
+def supported_arches() -> tuple[str, ...]:
+    """The ``sm_XX`` architectures this NVRTC compiles for."""
+    nvrtc = _nvrtc()
+    return tuple(f"sm_{a}" for a in _check(nvrtc, nvrtc.nvrtcGetSupportedArchs(), "supported archs"))
+
+
+def compile_options(arch: str) -> tuple[str, ...]:
+    """The NVRTC options for ``arch``: the architecture, then :data:`OPTIONS`."""
+    if _ARCH.fullmatch(arch) is None:
+        raise ValueError(f"compile: arch {arch!r} is not of the form sm_XX (e.g. sm_90)")
+    return (f"--gpu-architecture={arch}", *OPTIONS)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Cubin:
+    """A compiled source: the cubin file for one architecture, and each
+    kernel's lowered (mangled) name by its name expression."""
+
+    path: Path
+    arch: str
+    lowered: Mapping[str, str]
+    log: str
+
+
+_built: dict[str, Cubin] = {}
+_built_lock = threading.Lock()
+
+
+def compile(source: Source, arch: str) -> Cubin:
+    """``source`` compiled by NVRTC to a cubin for ``arch``, from the disk cache
+    where it was built before; :class:`CompileError` where NVRTC refuses it.
+
+    Raises:
+        CompileError: the source does not compile (or lacks a kernel it names).
+        NvrtcUnavailable: NVRTC cannot be loaded.
+        ValueError: ``arch`` is not one this NVRTC compiles for.
+    """
+    options = compile_options(arch)
+    version = nvrtc_version()
+    base = re.sub(r"[af]$", "", arch)
+    if base not in supported_arches():
+        raise ValueError(
+            f"compile: NVRTC {version[0]}.{version[1]} does not compile for {arch}; it compiles for"
+            f" {', '.join(supported_arches())}"
+        )
+    key = cache.digest(
+        "nvrtc", f"{version[0]}.{version[1]}", arch, *options, source.name, source.text,
+        *source.kernels, *(part for h in headers() for part in h),
+    )
+    with _built_lock:
+        hit = _built.get(key)
+    if hit is not None:
+        return hit  # the in-process cache: no file reads, no hashing of the cubin
+    folder = cache.folder("cuda")
+    path, meta = folder / f"{key}.cubin", folder / f"{key}.json"
+    cubin = _read_cached(path, meta, arch)
+    if cubin is None:
+        data, lowered, log = _nvrtc_compile(source, arch, options)
+        cache.write_atomic(path, data)
+        record = {"source": source.name, "arch": arch, "lowered": lowered, "log": log}
+        cache.write_atomic(meta, json.dumps(record, indent=1).encode())
+        cubin = Cubin(path, arch, MappingProxyType(lowered), log)
+    with _built_lock:
+        _built[key] = cubin
+    return cubin
+
+
+def _read_cached(path: Path, meta: Path, arch: str) -> Cubin | None:
+    """The cached cubin at ``path`` with its record ``meta``, or ``None``."""
+    if not (path.is_file() and meta.is_file()):
+        return None
+    try:
+        record = json.loads(meta.read_text())
+        lowered = {str(k): str(v) for k, v in record["lowered"].items()}
+        log = str(record.get("log", ""))
+    except (OSError, ValueError, KeyError, AttributeError):
+        return None  # a damaged record: build again
+    return Cubin(path, arch, MappingProxyType(lowered), log)
+
+
+def _nvrtc_compile(source: Source, arch: str, options: Sequence[str]) -> tuple[bytes, dict[str, str], str]:
+    """Compile with NVRTC: the cubin, the lowered names, the log."""
+    nvrtc = _nvrtc()
+    hdrs = headers()
+    prog = _check(nvrtc, nvrtc.nvrtcCreateProgram(
+        source.text.encode(), source.name.encode(), len(hdrs),
+        [text.encode() for _, text in hdrs], [name.encode() for name, _ in hdrs],
+    ), "create program")
+    try:
+        for expr in source.kernels:
+            _check(nvrtc, nvrtc.nvrtcAddNameExpression(prog, expr.encode()), f"name expression {expr!r}")
+        (status,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
+        size = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "log size")
+        buf = b" " * size
+        _check(nvrtc, nvrtc.nvrtcGetProgramLog(prog, buf), "log")
+        log = buf.rstrip(b"\0").decode(errors="replace")
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(source, arch, options, log)
+        lowered: dict[str, str] = {}
+        for expr in source.kernels:
+            status, name = nvrtc.nvrtcGetLoweredName(prog, expr.encode())
+            if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+                missing = f"{log}\nno kernel for the name expression {expr!r}"
+                raise CompileError(source, arch, options, missing)
+            lowered[expr] = name.decode()
+        size = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(prog), "cubin size")
+        data = b" " * size
+        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, data), "cubin")
+        return data, lowered, log
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)

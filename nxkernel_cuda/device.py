@@ -1,0 +1,337 @@
+"""The CUDA library's devices, and why CUDA is or is not available here.
+
+* ``cuda:N`` (:class:`CudaDevice`): GPU ``N``. Its memory is device memory
+  from CuPy's memory pool (``shares_host_memory`` False: ``host_bytes`` is
+  ``None`` and the door answers ``OFF_HOST`` to a library that needs host
+  memory); bytes cross with ``cudaMemcpyAsync`` on the device's stream, which
+  also runs every kernel, so work is done in the order it was queued and a
+  read waits for it. An allocation failure raises ``OutOfMemory``; a sticky
+  CUDA error loses the device (``Lost`` ever after).
+* ``cuda-emu:N`` (:class:`EmuDevice`), opened where ``NXKERNEL_CUDA_EMULATE``
+  is set (to anything but ``0``, ``false`` or ``no``): a device whose memory
+  is host memory and whose kernels run on the CPU in the emulator (the same
+  sources, compiled by g++). Its ``shares_host_memory`` is True, because the
+  host addresses its bytes (``host_bytes`` is set, ``to_numpy`` reads them in
+  place), yet it is a device of its own: its arrays are not the host's, the
+  door answers ``WRONG_DEVICE`` to a call that mixes them, and only the CUDA
+  library computes on it (a host library must claim ``rig.host`` and memory
+  devices, not every device that shares host memory). A fault in a kernel
+  loses it, as a sticky error loses a GPU.
+
+Both are :class:`CudaRig`, whose ``load(source)`` gives a module of
+launchable functions (:mod:`nxkernel_cuda.launch`), so the library above
+them is the same code for both.
+
+:func:`availability` says whether GPUs can be used, and why not: no CuPy, no
+driver, a driver too old, no device, no NVRTC. Discovery never fails for want
+of CUDA: :func:`open_devices` opens what it can and records the rest.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from typing import Any, Final, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from nxkernel_core.rig import Access, Buffer, Memory, OutOfMemory, Rig
+
+from .build import NvrtcUnavailable, Source, compile, nvrtc_version
+from .emulator import driver as emulator
+from .launch import Module, Pointer
+
+__all__ = [
+    "EMULATE_VARIABLE",
+    "MIN_DRIVER",
+    "CudaDevice",
+    "CudaRig",
+    "EmuDevice",
+    "availability",
+    "emulation_requested",
+    "open_devices",
+    "open_failures",
+]
+
+#: The variable that opens ``cuda-emu:0``.
+EMULATE_VARIABLE: Final = "NXKERNEL_CUDA_EMULATE"
+
+#: The oldest driver (``cudaDriverGetVersion``) the kernels run on: CUDA 13.0
+#: (a 580 driver), what cupy-cuda13x and NVRTC 13.0 cubins need.
+MIN_DRIVER: Final = 13000
+
+
+def emulation_requested() -> bool:
+    """Whether ``NXKERNEL_CUDA_EMULATE`` asks for ``cuda-emu:0``."""
+    return os.environ.get(EMULATE_VARIABLE, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _cuda_version(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
+@functools.cache
+def _probe() -> tuple[bool, str, int]:
+    """(usable, why, device count): the checks of :func:`availability`, in order."""
+    try:
+        import cupy
+    except Exception as e:
+        return False, (f"CuPy is not importable ({type(e).__name__}: {e}); install it with"
+                       " pip install 'nxkernel[cuda]'"), 0
+    try:
+        driver = int(cupy.cuda.runtime.driverGetVersion())
+    except Exception as e:
+        return False, f"no CUDA driver could be loaded ({type(e).__name__}: {e})", 0
+    if driver == 0:
+        return False, "no CUDA driver is installed", 0
+    if driver < MIN_DRIVER:
+        return False, (f"the CUDA driver is too old: it runs CUDA {_cuda_version(driver)}, and the kernels"
+                       f" need CUDA {_cuda_version(MIN_DRIVER)} or newer (a 580 or later driver)"), 0
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as e:
+        return False, f"no CUDA device is usable ({type(e).__name__}: {e})", 0
+    if count < 1:
+        return False, "no CUDA device is present", 0
+    try:
+        major, minor = nvrtc_version()
+    except NvrtcUnavailable as e:
+        return False, str(e), 0
+    if major * 1000 + minor * 10 > driver:
+        return False, (f"NVRTC {major}.{minor} is newer than the driver's CUDA {_cuda_version(driver)}:"
+                       f" install nvidia-cuda-nvrtc=={_cuda_version(driver)}.* to match it"), 0
+    names = []
+    for i in range(count):
+        try:
+            props = cupy.cuda.runtime.getDeviceProperties(i)
+            names.append(f"cuda:{i} {_text(props['name'])} (sm_{props['major']}{props['minor']})")
+        except Exception as e:
+            names.append(f"cuda:{i} (unreadable: {e})")
+    return True, (f"{count} device(s): {', '.join(names)}; driver CUDA {_cuda_version(driver)};"
+                  f" NVRTC {major}.{minor}"), count
+
+
+def availability(refresh: bool = False) -> tuple[bool, str]:
+    """Whether this process can use CUDA GPUs, and in words why (not).
+
+    Checks, in order: CuPy imports; a driver loads; it runs CUDA 13.0 or newer;
+    a device is present; NVRTC loads and is not newer than the driver. Never
+    raises. The answer is computed once (again where ``refresh``).
+    """
+    if refresh:
+        _probe.cache_clear()
+    ok, why, _ = _probe()
+    return ok, why
+
+
+def _text(v: object) -> str:
+    return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+
+
+# --------------------------------------------------------------------------
+# The devices
+# --------------------------------------------------------------------------
+
+
+class CudaRig(Rig):
+    """A device the CUDA library computes on: loads sources as modules.
+
+    ``arch`` is the architecture its kernels are built for (and, emulated, the
+    one whose limits it keeps); ``max_shared_bytes`` the dynamic shared memory
+    a block may have.
+    """
+
+    arch: str
+    emulated: bool
+    max_shared_bytes: int
+
+    def __init__(self, name: str, *, model: str, shares_host_memory: bool, budget: int | None = None) -> None:
+        super().__init__(name, model=model, shares_host_memory=shares_host_memory, budget=budget)
+        self._modules: dict[str, Module] = {}
+        self._modules_lock = threading.Lock()
+
+    def load(self, source: Source) -> Module:
+        """``source`` built for this device and loaded (once per device)."""
+        self.check()
+        with self._modules_lock:
+            module = self._modules.get(source.key)
+        if module is None:
+            module = self._load(source)
+            with self._modules_lock:
+                module = self._modules.setdefault(source.key, module)
+        return module
+
+    def _load(self, source: Source) -> Module:
+        raise NotImplementedError
+
+    def pointer(self, buffer: Buffer) -> Pointer:
+        """The device address of ``buffer``'s first byte."""
+        raise NotImplementedError
+
+    def synchronize(self) -> None:
+        """Wait until the work queued on the device is done."""
+        raise NotImplementedError
+
+
+class EmuDevice(CudaRig):
+    """``cuda-emu:N``: host memory, kernels run by the emulator (sm_90's limits)."""
+
+    emulated = True
+
+    def __init__(self, index: int = 0, budget: int | None = None) -> None:
+        super().__init__(f"cuda-emu:{index}", model="cuda-emu (sm_90 emulated on the CPU)",
+                         shares_host_memory=True, budget=budget)
+        self.index: Final = index
+        self.arch = "sm_90"
+        self.max_shared_bytes = emulator.DYNAMIC_SHARED_BYTES
+
+    def _load(self, source: Source) -> Module:
+        return emulator.load(self, source)
+
+    def pointer(self, buffer: Buffer) -> Pointer:
+        buffer.check_live("EmuDevice.pointer")
+        host = buffer.memory.host_bytes
+        assert host is not None  # every memory of the device is host memory
+        return Pointer(host.ctypes.data + buffer.offset)
+
+    def synchronize(self) -> None:
+        self.check()  # a launch runs to its end before it returns: nothing is queued
+
+
+class CudaDevice(CudaRig):
+    """``cuda:N``: GPU N's memory (CuPy's pool), its stream, NVRTC cubins."""
+
+    emulated = False
+
+    def __init__(self, index: int) -> None:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(index)
+        major, minor = int(props["major"]), int(props["minor"])
+        super().__init__(f"cuda:{index}", model=f"{_text(props['name'])} (sm_{major}{minor})",
+                         shares_host_memory=False)
+        self.index: Final = index
+        self.arch = f"sm_{major}{minor}"
+        self.max_shared_bytes = int(props.get("sharedMemPerBlockOptin", 48 * 1024))
+        with cupy.cuda.Device(index):
+            self.stream: Final[Any] = cupy.cuda.Stream(non_blocking=True)
+
+    # ---- memory ---------------------------------------------------------------
+
+    def allocate(self, nbytes: int, access: Access = Access.READ_WRITE) -> Memory:
+        """A fresh zeroed device memory of ``nbytes``; its handle is CuPy's
+        ``MemoryPointer``. ``OutOfMemory`` past the budget or where CUDA has
+        no room."""
+        # Rig.allocate makes a Memory without a handle, so this overrides it;
+        # the budget and in-use accounting are Rig's own.
+        import cupy
+
+        from . import gpu
+
+        if nbytes < 0:
+            raise ValueError(f"{self.name}: allocate: nbytes = {nbytes} is negative")
+        self.check()
+        with self._lock:
+            if self.budget is not None and self._in_use + nbytes > self.budget:
+                raise OutOfMemory(self, nbytes)
+            self._in_use += nbytes
+        try:
+            # Allocated with the device's stream current, so CuPy's pool only
+            # hands a freed block back to work ordered after its last use.
+            with gpu.guard(self, nbytes), cupy.cuda.Device(self.index), self.stream:
+                ptr = cupy.cuda.alloc(max(nbytes, 1))
+                cupy.cuda.runtime.memsetAsync(ptr.ptr, 0, max(nbytes, 1), self.stream.ptr)
+        except BaseException:
+            with self._lock:
+                self._in_use -= nbytes
+            raise
+        return Memory(self, nbytes, access, None, handle=ptr)
+
+    def read_bytes(self, memory: Memory, offset: int, length: int) -> npt.NDArray[np.uint8]:
+        """A host copy of ``length`` bytes of ``memory`` from ``offset``, after
+        the work queued before it."""
+        import ctypes
+
+        from . import gpu
+
+        self.check()
+        out = np.empty(length, dtype=np.uint8)
+        if length:
+            with gpu.guard(self):
+                src = cast(Any, memory.handle) + offset
+                src.copy_to_host_async(ctypes.c_void_p(out.ctypes.data), length, self.stream)
+                self.stream.synchronize()
+        return out
+
+    def write_bytes(self, memory: Memory, offset: int, data: npt.NDArray[np.uint8]) -> None:
+        """Copy host bytes ``data`` into ``memory`` at ``offset``, after the work
+        queued before it; returns once the copy is done."""
+        import ctypes
+
+        from . import gpu
+
+        self.check()
+        host = np.ascontiguousarray(data, dtype=np.uint8)
+        if host.size:
+            with gpu.guard(self):
+                dst = cast(Any, memory.handle) + offset
+                dst.copy_from_host_async(ctypes.c_void_p(host.ctypes.data), host.size, self.stream)
+                self.stream.synchronize()
+
+    # ---- kernels --------------------------------------------------------------
+
+    def _load(self, source: Source) -> Module:
+        from .gpu import GpuModule
+
+        return GpuModule(self, source, compile(source, self.arch))
+
+    def pointer(self, buffer: Buffer) -> Pointer:
+        buffer.check_live("CudaDevice.pointer")
+        return Pointer(int(cast(Any, buffer.memory.handle).ptr) + buffer.offset)
+
+    def synchronize(self) -> None:
+        from . import gpu
+
+        self.check()
+        with gpu.guard(self):
+            self.stream.synchronize()
+
+
+# --------------------------------------------------------------------------
+# Opening
+# --------------------------------------------------------------------------
+
+_opened: tuple[Rig, ...] | None = None
+_failures: list[str] = []
+_open_lock: Final = threading.Lock()
+
+
+def open_devices(refresh: bool = False) -> tuple[Rig, ...]:
+    """The devices this library opens, the same objects on every call (new ones
+    where ``refresh``): ``cuda:N`` for every GPU where :func:`availability`
+    allows, and ``cuda-emu:0`` where emulation is requested. Never raises: a
+    device that fails to open is left out and its error recorded
+    (:func:`open_failures`)."""
+    global _opened
+    with _open_lock:
+        if _opened is not None and not refresh:
+            return _opened
+        _failures.clear()
+        devices: list[Rig] = []
+        ok, _, count = _probe()
+        for i in range(count if ok else 0):
+            try:
+                devices.append(CudaDevice(i))
+            except Exception as e:
+                _failures.append(f"cuda:{i}: {type(e).__name__}: {e}")
+        if emulation_requested():
+            devices.append(EmuDevice(0))
+        _opened = tuple(devices)
+        return _opened
+
+
+def open_failures() -> tuple[str, ...]:
+    """The devices :func:`open_devices` could not open, each with its error."""
+    return tuple(_failures)

@@ -1,0 +1,138 @@
+"""nxkernel_cuda.build: every source compiles for sm_80 and sm_90 by NVRTC,
+without a GPU; the cache, the errors and rendering."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import pytest
+
+from nxkernel_cuda import build, cache, catalog, copy, lane_sum
+from nxkernel_cuda.build import CompileError, Source
+
+from . import probe
+
+try:
+    build.nvrtc_version()
+    _NO_NVRTC = None
+except build.NvrtcUnavailable as e:  # only where the wheel cannot be installed
+    _NO_NVRTC = str(e)
+
+needs_nvrtc = pytest.mark.skipif(_NO_NVRTC is not None, reason=f"NVRTC cannot be loaded: {_NO_NVRTC}")
+
+
+def _every_source() -> list[Source]:
+    return [*catalog.sources(), probe.probe_source()]
+
+
+@needs_nvrtc
+def test_nvrtc_comes_from_the_wheel() -> None:
+    assert build.nvrtc_version()[0] == 13
+    assert {"sm_80", "sm_90"} <= set(build.supported_arches())
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", build.CI_ARCHES)
+@pytest.mark.parametrize("source", _every_source(), ids=lambda s: s.name)
+def test_every_source_and_instantiation_compiles(source: Source, arch: str) -> None:
+    cubin = build.compile(source, arch)
+    assert cubin.path.read_bytes()[:4] == b"\x7fELF"  # a cubin, not PTX
+    assert set(cubin.lowered) == set(source.kernels)
+    assert cubin.arch == arch
+
+
+def test_the_catalog_lists_every_cu_file() -> None:
+    listed = {s.name for s in catalog.sources()}
+    files = {p.name for p in build.KERNEL_DIR.glob("*.cu")}
+    assert files <= listed, f"kernels/ has sources no family lists: {sorted(files - listed)}"
+
+
+def test_lane_sum_lists_every_block_size() -> None:
+    assert lane_sum.source().kernels == tuple(lane_sum.kernel_name(t) for t in lane_sum.THREADS)
+
+
+@needs_nvrtc
+def test_compile_caches_on_disk_by_source_and_arch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NXKERNEL_CACHE", str(tmp_path))
+    src = Source("tiny.cu", 'extern "C" __global__ void tiny(int* x) { x[threadIdx.x] = 1; }', ("tiny",))
+    first = build.compile(src, "sm_90")
+    assert first.path.parent == tmp_path / "cuda"
+    build._built.clear()  # forget the in-process cache: the next compile reads the disk
+    monkeypatch.setattr(build, "_nvrtc_compile", lambda *a: pytest.fail("compiled again"))
+    again = build.compile(src, "sm_90")
+    assert again.path == first.path and dict(again.lowered) == dict(first.lowered)
+    monkeypatch.undo()
+    monkeypatch.setenv("NXKERNEL_CACHE", str(tmp_path))
+    other = build.compile(src, "sm_80")
+    changed = build.compile(Source("tiny.cu", src.text + "\n", ("tiny",)), "sm_90")
+    assert len({first.path, other.path, changed.path}) == 3
+
+
+@needs_nvrtc
+def test_compile_error_carries_source_options_and_log() -> None:
+    bad = Source("bad.cu", "// line one\n__global__ void k(int* x) { x[0] = undefined_y; }\n", ("k",))
+    with pytest.raises(CompileError) as info:
+        build.compile(bad, "sm_90")
+    e = info.value
+    assert e.name == "bad.cu" and e.kernels == ("k",) and e.arch == "sm_90"
+    assert e.source == bad.text
+    assert "--fmad=false" in e.options and "--gpu-architecture=sm_90" in e.options
+    assert "undefined_y" in e.log
+    assert "2 | __global__ void k" in e.numbered_source()
+    assert "2 | __global__ void k" in str(e) and "undefined_y" in str(e)
+
+
+@needs_nvrtc
+def test_a_missing_kernel_is_a_compile_error() -> None:
+    src = Source("nokernel.cu", 'extern "C" __global__ void here(int* x) {}', ("here", "absent"))
+    with pytest.raises(CompileError, match="absent"):
+        build.compile(src, "sm_90")
+
+
+@needs_nvrtc
+def test_compile_refuses_unknown_arches() -> None:
+    with pytest.raises(ValueError, match="sm_XX"):
+        build.compile(lane_sum.source(), "hopper")
+    with pytest.raises(ValueError, match="compiles for"):
+        build.compile(lane_sum.source(), "sm_20")
+
+
+def test_options_keep_ieee_arithmetic() -> None:
+    opts = build.compile_options("sm_90")
+    assert opts[0] == "--gpu-architecture=sm_90"
+    for o in ("--fmad=false", "-prec-div=true", "-prec-sqrt=true", "-ftz=false", "-std=c++17"):
+        assert o in opts
+
+
+def test_render_fills_named_slots_and_names_mistakes() -> None:
+    t = string.Template("${a} + ${b}")
+    assert build.render(t, a="1", b="2") == "1 + 2"
+    with pytest.raises(ValueError, match="no value for b"):
+        build.render(t, a="1")
+    with pytest.raises(ValueError, match="no slot named c"):
+        build.render(t, a="1", b="2", c="3")
+
+
+def test_copy_code_is_a_pure_rendering() -> None:
+    code = copy.copy_code(4)
+    assert code == copy.copy_code(4)
+    assert 'extern "C" __global__ void nxk_copy_u32(nxk_u32* __restrict__ dst' in code
+
+
+def test_sources_validate_their_fields() -> None:
+    with pytest.raises(ValueError, match=r"\.cu"):
+        Source("x.cpp", "", ("k",))
+    with pytest.raises(ValueError, match="non-empty"):
+        Source("x.cu", "", ())
+    with pytest.raises(ValueError, match="twice"):
+        Source("x.cu", "", ("k", "k"))
+
+
+def test_cache_root_follows_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NXKERNEL_CACHE", str(tmp_path / "c"))
+    assert cache.folder("cuda") == tmp_path / "c" / "cuda"
+    monkeypatch.delenv("NXKERNEL_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert cache.root() == tmp_path / "x" / "nxkernel"
+    assert cache.digest("ab", "c") != cache.digest("a", "bc")
