@@ -9,7 +9,7 @@ A kernel no family computes declines every case, and the statement says so.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from nxkernel_core.answer import Answer
@@ -61,7 +61,7 @@ class HostLibrary:
         association: dict[str, str] = {}
         algorithms: dict[str, str] = {}
         open_choices: dict[str, str] = {}
-        error_factor = _ceiling
+        error_factor: Callable[[int, Dtype], float] = _ceiling
         for fam in _load_families():
             kernels.update(fam.kernels)
             statements.update(fam.statements)

@@ -1,0 +1,117 @@
+"""The host library's ``map`` side by side with NumPy: ``a*b+c``,
+``x*sigmoid(x)`` and a 6-node program, at float32 and float64.
+
+Each row times our kernel, called directly with preallocated destinations,
+and the NumPy ufuncs a careful user would call for the same result (each
+writing into a preallocated array with ``out=``), alternately in one
+process; times are medians. ``ratio`` is NumPy's time over ours. A last row
+times a map of 8 elements: the kernel's per-call overhead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nxkernel_core import dtype as D
+from nxkernel_core.array import Array
+from nxkernel_core.prog import Binary, Prog
+from nxkernel_core.spec import PLAIN, Map
+from nxkernel_host.elementwise import FAMILY
+
+LIBRARY = "host"
+
+_MAP = FAMILY.kernels["map"]
+
+
+def _medians(ours: Callable[[], object], numpy: Callable[[], object], repeats: int
+             ) -> tuple[float, float]:
+    """Median seconds of each, after one warm-up call each, run alternately."""
+    ours()
+    numpy()
+    a, b = [], []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        ours()
+        a.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        numpy()
+        b.append(time.perf_counter() - t)
+    return float(np.median(a)), float(np.median(b))
+
+
+def _row(name: str, size: int, dtype: str, ours: Callable[[], object],
+         numpy: Callable[[], object], repeats: int) -> dict[str, Any]:
+    ours_s, numpy_s = _medians(ours, numpy, repeats)
+    return {"name": name, "size": size, "dtype": dtype, "ours_s": ours_s, "numpy_s": numpy_s,
+            "ratio": numpy_s / ours_s}
+
+
+def _programs(dt: D.Dtype) -> list[tuple[str, Prog, int, Callable[..., None]]]:
+    """(name, program, operands, NumPy with ``out=``) for each measured program."""
+    b = Prog.build([dt] * 3)
+    x, y, z = b.ins
+    fma_like = b.finish(x * y + z)
+
+    def np_fma_like(a: Any, c: Any, e: Any, out: Any) -> None:
+        np.multiply(a, c, out=out)
+        np.add(out, e, out=out)
+
+    b = Prog.build([dt])
+    (x,) = b.ins
+    silu = b.finish(x / (b.exp(-x) + 1.0))
+
+    def np_silu(a: Any, out: Any) -> None:
+        np.negative(a, out=out)
+        np.exp(out, out=out)
+        np.add(out, 1.0, out=out)
+        np.divide(a, out, out=out)
+
+    b = Prog.build([dt] * 2)
+    x, y = b.ins
+    six = b.finish(b.sqrt(b.abs(x * y - 0.5)) * x + y)
+
+    def np_six(a: Any, c: Any, out: Any) -> None:
+        np.multiply(a, c, out=out)
+        np.subtract(out, 0.5, out=out)
+        np.abs(out, out=out)
+        np.sqrt(out, out=out)
+        np.multiply(out, a, out=out)
+        np.add(out, c, out=out)
+
+    return [("map a*b+c", fma_like, 3, np_fma_like),
+            ("map x*sigmoid(x)", silu, 1, np_silu),
+            ("map 6 nodes sqrt|x*y-.5|*x+y", six, 2, np_six)]
+
+
+def run(quick: bool) -> list[dict[str, Any]]:
+    """The rows at 1e6 and 1e7 elements (a hundredth of them with ``quick``)."""
+    scale = 100 if quick else 1
+    repeats = 3 if quick else 9
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in (10**6 // scale, 10**7 // scale):
+        for dt in (D.float32, D.float64):
+            host = [rng.standard_normal(n).astype(dt.numpy_dtype) for _ in range(3)]
+            arrays = [Array.from_numpy(h) for h in host]
+            dst = Array.empty(dt, (n,))
+            out = np.empty(n, dtype=dt.numpy_dtype)
+            for name, prog, k, numpy_fn in _programs(dt):
+                spec = Map(prog, (PLAIN,) * k)
+                ops = arrays[:k]
+                args = host[:k]
+                rows.append(_row(name, n, dt.name,
+                                 lambda spec=spec, ops=ops, dst=dst: _MAP(spec, [dst], ops),
+                                 lambda f=numpy_fn, args=args, out=out: f(*args, out), repeats))
+    tiny = [Array.from_numpy(np.ones(8, np.float32)) for _ in range(2)]
+    tiny_dst = Array.empty(D.float32, (8,))
+    tiny_np = [np.ones(8, np.float32) for _ in range(3)]
+    spec = Map(Prog.binary(Binary.ADD, D.float32), (PLAIN, PLAIN))
+    rows.append(_row("map add, 8 elements (overhead)", 8, "float32",
+                     lambda: _MAP(spec, [tiny_dst], tiny),
+                     lambda: np.add(tiny_np[0], tiny_np[1], out=tiny_np[2]), repeats * 20))
+    return rows
+

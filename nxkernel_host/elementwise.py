@@ -1,0 +1,131 @@
+"""The elementwise family of the host library: ``map``.
+
+``map`` runs a program (``nxkernel_core.prog``) at every index of its loop:
+it loads each operand (``loads``: Plain or Padded), evaluates the program
+(``program``: every kind at every dtype, exact kinds bit for bit, the
+transcendentals within ``program.ULPS``) box by box over the threads, and
+stores each output into its destination, packing sub-byte ones. It declines
+nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from nxkernel_core import shape as SH
+from nxkernel_core.answer import Answer
+from nxkernel_core.array import Array
+from nxkernel_core.door import door
+from nxkernel_core.dtype import Dtype
+from nxkernel_core.kernel import Call, KernelStatement
+from nxkernel_core.shape import Shape
+from nxkernel_core.spec import Map, Plain
+
+from . import program, views
+from .family import Family
+from .loads import load
+
+__all__ = ["FAMILY", "map_"]
+
+
+@functools.lru_cache(maxsize=1024)
+def _misfit(spec: Map, shapes: tuple[tuple[int, ...], ...], dst_shapes: tuple[tuple[int, ...], ...],
+            dsts: tuple[Dtype, ...], loads: tuple[Dtype, ...]) -> tuple[Answer | None, Shape]:
+    """The refusal for a call that does not fit (arity, loaded shapes, dtypes,
+    rank, destination shapes), else None and the loop's shape. Cached: the
+    answer depends only on these arguments, and a repeated call then skips
+    the checks."""
+    prog = spec.prog
+    if not shapes or len(shapes) != prog.n_ins or len(dsts) != prog.n_outs:
+        return Answer.BAD_ARITY, ()
+    loaded = SH.map(spec, shapes)
+    if isinstance(loaded, SH.Error):
+        return Answer.SHAPE_MISMATCH, ()
+    loop = loaded[0]
+    refusal = SH.map_refusal(prog, len(loop), dsts, loads, spec.loads)
+    if refusal is not None:
+        return refusal[0], ()
+    if any(d != loop for d in dst_shapes):
+        return Answer.SHAPE_MISMATCH, ()
+    return None, loop
+
+
+def map_(spec: Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """``spec.prog`` at every index of the loop, operand ``i`` read by
+    ``spec.loads[i]``, output ``k`` into ``dsts[k]``.
+
+    A call that does not fit answers its refusal before any claim or write. A
+    destination identical to a Plain operand reads as a fresh one would: each
+    box reads every operand before it writes there.
+    """
+    refusal, loop = _misfit(spec, tuple(a.shape for a in operands), tuple(d.shape for d in dsts),
+                            tuple(d.dtype for d in dsts), tuple(a.dtype for a in operands))
+    if refusal is not None:
+        return refusal
+    with door(dsts, operands, need_host=True) as claimed:
+        if claimed is not None:
+            return claimed
+        if dsts[0].numel == 0:
+            return Answer.DONE
+        inputs = [load(a, ld, loop) for a, ld in zip(operands, spec.loads, strict=True)]
+        targets: list[npt.NDArray[Any]] = []
+        packed: list[tuple[Array, npt.NDArray[Any]]] = []
+        for d in dsts:
+            view = views.target(d)
+            if view is None:
+                # A sub-byte destination is packed once, after every box.
+                view = np.empty(loop, dtype=d.dtype.numpy_dtype)
+                packed.append((d, view))
+            targets.append(view)
+        alias = any(d.identical(a) for d in dsts
+                    for a, ld in zip(operands, spec.loads, strict=True) if isinstance(ld, Plain))
+        program.map_into(program.compile(spec.prog), inputs, loop, targets, alias)
+        for d, values in packed:
+            views.store(d, values)
+    return Answer.DONE
+
+
+def _declines(call: Call) -> str | None:
+    """The host library computes every map."""
+    return None
+
+
+STATEMENT: Final = KernelStatement(
+    "every program of upstream-facts §3 at every index of its loop, each operand read by a "
+    "Plain or Padded load (lo, hi, negative crops, interior, windows), at every dtype: "
+    "sub-byte operands and destinations packed, float16, bfloat16 and the float8/float4 "
+    "formats computing in float32 with one rounding on the store, complex; several "
+    "outputs, Coord nodes, strided, broadcast, offset and reversed operands, a Plain "
+    "operand identical to its destination. The exact kinds (arithmetic, Sqrt, Fma, Mod, "
+    "rounding kinds, Sign, Maximum, Minimum, comparisons, casts, integer kinds, Threefry) "
+    "give the reference's bits but for a NaN result's sign and payload; Copy, Bitcast and "
+    "Where keep bits. Transcendentals, Pow and Atan2 are within the ulps the algorithms "
+    "state. Declines nothing.",
+    _declines,
+)
+
+
+def _ulps_prose(dtype: str) -> str:
+    bounds = program.ULPS[dtype]
+    kinds = ", ".join(f"{k} {v}" for k, v in bounds.items())
+    how = ("NumPy's SIMD float64 ufuncs (libm's erf through Numba)" if dtype == "float64" else
+           "float64 by NumPy's SIMD ufuncs (libm's erf through Numba), rounded once")
+    return f"computed in {how}; ulps from the exactly rounded result: {kinds}."
+
+
+ALGORITHMS: Final = {
+    "map float64 ulps": _ulps_prose("float64"),
+    "map float32 ulps": _ulps_prose("float32") + " float16, bfloat16 and float8/float4 "
+    "compute the same float64 value and round it once into their format, within 1 ulp.",
+}
+
+FAMILY: Final = Family(
+    kernels={"map": map_},
+    statements={"map": STATEMENT},
+    algorithms=ALGORITHMS,
+)
