@@ -223,7 +223,14 @@ class Layout:
 
     def is_contiguous(self) -> bool:
         """Whether the elements lie in C order from the offset, one after another."""
-        return self.canonical() == Layout.c_contiguous(self.shape, self.offset).canonical()
+        expected = 1
+        for d, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
+            if d == 0:
+                return True
+            if d != 1 and s != expected:
+                return False
+            expected *= d
+        return True
 
     def is_distinct(self) -> bool:
         """Upstream's rule (upstream-facts §8): sorting the axes of extent above 1

@@ -17,6 +17,7 @@ return ``Array``s; ``asarray`` and ``to_numpy`` cross to NumPy.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -336,12 +337,21 @@ def assemble(pieces: Sequence[Array], shape: Sequence[int], regions: Sequence[Se
 # --------------------------------------------------------------------------
 
 
+@functools.cache
+def _map_spec(kind: Binary | Unary, dt: Dtype) -> S.Map:
+    """The map spec of one kind at ``dt``, made once: building a program costs
+    more than a small map computes."""
+    if isinstance(kind, Unary):
+        return S.Map(Prog.unary(kind, dt), (S.PLAIN,))
+    return S.Map(Prog.binary(kind, dt), (S.PLAIN, S.PLAIN))
+
+
 def _binary(fn: str, kind: Binary, x: object, y: object) -> Array:
     a, b = _broadcast(fn, _arrays(fn, [x, y]))
     if a.dtype is not b.dtype:
         raise InvalidArgument(f"{fn}: operands of dtypes {a.dtype.name} and {b.dtype.name} differ; "
                               f"cast one first ({describe([a, b])})")
-    return call(S.Map(Prog.binary(kind, a.dtype), (S.PLAIN, S.PLAIN)), a, b, name=fn)[0]
+    return call(_map_spec(kind, a.dtype), a, b, name=fn)[0]
 
 
 def add(x: object, y: object) -> Array:
@@ -362,7 +372,7 @@ def mul(x: object, y: object) -> Array:
 def exp(x: object) -> Array:
     """e^x elementwise, for float x."""
     (a,) = _arrays("nx.exp", [x])
-    return call(S.Map(Prog.unary(Unary.EXP, a.dtype), (S.PLAIN,)), a, name="nx.exp")[0]
+    return call(_map_spec(Unary.EXP, a.dtype), a, name="nx.exp")[0]
 
 
 def where(c: object, x: object, y: object) -> Array:
@@ -775,12 +785,13 @@ def attention(q: object, k: object, v: object, *, scale: float | None = None,
     qa, ka, va = _arrays(fn, [q, k, v])
     acc_dt = acc or (D.float64 if qa.dtype is D.float64 else D.float32)
     s = scale if scale is not None else 1.0 / math.sqrt(builtins.max(qa.shape[-1], 1))
-    rank = qa.rank + 1
     b = Prog.build([acc_dt])
     if causal:
+        # Coord counts from the loop's last axis: Coord 0 reads the key (loop
+        # axis rank − 1), Coord 1 the query row (loop axis rank − 2).
         tq, tk = qa.shape[-2], ka.shape[-2]
-        row = b.coord(rank - 2)
-        key = b.coord(rank - 1)
+        row = b.coord(1)
+        key = b.coord(0)
         visible = b.binary(Compare.LESS_EQUAL, key, row + b.const(D.int64, tk - tq))
     else:
         visible = b.const(D.bool_, True)
