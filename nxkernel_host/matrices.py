@@ -1,0 +1,480 @@
+"""The host library's matrix routines: cholesky, lu, qr, svd, eigh, eig, solve_triangular.
+
+Each routine computes on every matrix of a (its last two axes) apart, at
+float32, float64, complex64 and complex128 (the dtypes ``full_precision``
+names), in that precision; other dtypes answer ``WRONG_DTYPE``. Each matrix
+is copied into a Fortran-ordered array first, so its layout never reaches
+LAPACK. A matrix that fails, whose read elements hold an infinity or a NaN
+(checked first, for the routines LAPACK runs), or that LAPACK reports it
+cannot factor (``info != 0``: not positive definite, no convergence), gives
+NaN in every result of its own, and in no other matrix's; no routine raises.
+
+lu is this module's own (Numba, serial): partial pivoting choosing the first
+row of greatest magnitude, the rule the contract states. The others call SciPy's
+LAPACK and BLAS (OpenBLAS), pinned to one thread (``pinned_blas``) so their
+bits do not depend on thread counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import numba as nb
+import numpy as np
+import numpy.typing as npt
+import scipy.linalg.blas as blas
+import scipy.linalg.lapack as lapack
+
+from nxkernel_core import dtype as D
+from nxkernel_core import shape as Shape
+from nxkernel_core import spec as S
+from nxkernel_core.answer import Answer
+from nxkernel_core.array import Array
+from nxkernel_core.door import door
+from nxkernel_core.dtype import Dtype
+from nxkernel_core.kernel import Call, KernelStatement
+
+from .contraction import pinned_blas
+from .family import Family
+from .views import read, store
+
+__all__ = ["FAMILY"]
+
+NDArray = npt.NDArray[Any]
+
+_REAL: Final = {D.float32: D.float32, D.float64: D.float64,
+                D.complex64: D.float32, D.complex128: D.float64}
+_COMPLEX: Final = {D.float32: D.complex64, D.float64: D.complex128,
+                   D.complex64: D.complex64, D.complex128: D.complex128}
+
+
+# --------------------------------------------------------------------------
+# Fitting calls
+# --------------------------------------------------------------------------
+
+
+def _result_dtypes(spec: Any, a: Dtype) -> tuple[Dtype, ...]:
+    """The destinations' dtypes for operand dtype ``a``."""
+    real, cplx = _REAL[a], _COMPLEX[a]
+    if isinstance(spec, S.Lu):
+        return (a, D.int64, D.int64)
+    if isinstance(spec, S.Qr):
+        return (a, a)
+    if isinstance(spec, S.Svd):
+        return (real,) if spec.vectors is None else (a, real, a)
+    if isinstance(spec, S.Eigh):
+        return (real, a) if spec.vectors else (real,)
+    if isinstance(spec, S.Eig):
+        return (cplx, cplx) if spec.vectors else (cplx,)
+    return (a,)  # cholesky, solve_triangular
+
+
+_SHAPES: Final[dict[str, Callable[..., Any]]] = {
+    "cholesky": Shape.cholesky, "lu": Shape.lu, "qr": Shape.qr, "svd": Shape.svd,
+    "eigh": Shape.eigh, "eig": Shape.eig, "solve_triangular": Shape.solve_triangular,
+}
+
+
+def _misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+    """The refusal of a call that does not fit: counts, layouts, dtypes, shapes."""
+    if len(dsts) != spec.n_results() or len(operands) != spec.n_operands():
+        return Answer.BAD_ARITY
+    if not all(d.layout.is_contiguous() for d in dsts):
+        return Answer.BAD_LAYOUT
+    a = operands[0].dtype
+    if not D.full_precision(a) or any(o.dtype is not a for o in operands):
+        return Answer.WRONG_DTYPE
+    if tuple(d.dtype for d in dsts) != _result_dtypes(spec, a):
+        return Answer.WRONG_DTYPE
+    shapes = _SHAPES[spec.kernel](spec, [o.shape for o in operands])
+    if isinstance(shapes, Shape.Error) or tuple(shapes) != tuple(d.shape for d in dsts):
+        return Answer.SHAPE_MISMATCH
+    return None
+
+
+def _run(spec: Any, dsts: Sequence[Array], operands: Sequence[Array],
+         compute: Callable[[list[NDArray]], list[NDArray]]) -> Answer:
+    """Check the call, claim its arrays, and store ``compute``'s results (one per
+    destination, each ``[batch, ...]``) from the operands as ``[batch, m, n]``."""
+    misfit = _misfit(spec, dsts, operands)
+    if misfit is not None:
+        return misfit
+    with door(dsts, operands, need_host=True) as refusal:
+        if refusal is not None:
+            return refusal
+        mats = [read(o) for o in operands]
+        mats = [m.reshape(math.prod(m.shape[:-2]), *m.shape[-2:]) for m in mats]
+        with pinned_blas, np.errstate(all="ignore"):  # NaN is a value, not an error
+            results = compute(mats)
+        for d, r in zip(dsts, results, strict=True):
+            store(d, r.reshape(d.shape))
+    return Answer.DONE
+
+
+def _fortran(m: NDArray) -> NDArray:
+    """A fresh Fortran-ordered copy of one matrix: the layout LAPACK reads."""
+    return np.array(m, order="F", copy=True)
+
+
+def _finite(m: NDArray) -> bool:
+    return bool(np.isfinite(m).all())
+
+
+def _computes_all(call: Call) -> str | None:
+    """The host computes every fitting call of the routines."""
+    return None
+
+
+# --------------------------------------------------------------------------
+# cholesky
+# --------------------------------------------------------------------------
+
+
+def cholesky(spec: S.Cholesky, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """The factor of each Hermitian positive-definite matrix, lower (A = L Lᴴ)
+    or upper (A = Uᴴ U), read from that triangle alone; the other is zero."""
+
+    def compute(mats: list[NDArray]) -> list[NDArray]:
+        (a,) = mats
+        out = np.zeros(a.shape, dtype=a.dtype)
+        if a.shape[-1] == 0:
+            return [out]
+        potrf = lapack.get_lapack_funcs("potrf", dtype=a.dtype)
+        for t in range(a.shape[0]):
+            tri = np.triu(a[t]) if spec.upper else np.tril(a[t])
+            if not _finite(tri):
+                out[t] = np.nan
+                continue
+            c, info = potrf(_fortran(a[t]), lower=int(not spec.upper), clean=1)
+            out[t] = c if info == 0 else np.nan
+        return [out]
+
+    return _run(spec, dsts, operands, compute)
+
+
+# --------------------------------------------------------------------------
+# lu
+# --------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _lu_one(a: NDArray, piv: NDArray, perm: NDArray) -> None:
+    """LU of one C-ordered matrix in place: pivot j is the first row from j whose
+    |re| + |im| is greater than every earlier one's; multipliers a[i,j]/pivot
+    (a zero pivot leaves them as they are); a[i,c] − l·a[j,c] rounds twice."""
+    m, n = a.shape
+    for i in range(m):
+        perm[i] = i
+    for j in range(min(m, n)):
+        p = j
+        big = abs(a[j, j].real) + abs(a[j, j].imag)
+        for i in range(j + 1, m):
+            v = abs(a[i, j].real) + abs(a[i, j].imag)
+            if v > big:
+                big = v
+                p = i
+        piv[j] = p
+        if p != j:
+            for c in range(n):
+                tmp = a[j, c]
+                a[j, c] = a[p, c]
+                a[p, c] = tmp
+            q = perm[j]
+            perm[j] = perm[p]
+            perm[p] = q
+        pivot = a[j, j]
+        if pivot != 0:
+            for i in range(j + 1, m):
+                a[i, j] = a[i, j] / pivot
+        for i in range(j + 1, m):
+            lij = a[i, j]
+            for c in range(j + 1, n):
+                a[i, c] = a[i, c] - lij * a[j, c]
+
+
+@nb.njit(cache=True, nogil=True)
+def _lu_batch(a: NDArray, piv: NDArray, perm: NDArray) -> None:
+    # Serial: no Numba threading layer, so concurrent callers are safe and the
+    # bits cannot depend on threads.
+    for t in range(a.shape[0]):
+        _lu_one(a[t], piv[t], perm[t])
+
+
+def lu(spec: S.Lu, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """Partial-pivoting LU of each matrix: lu (unit-lower L below the diagonal,
+    U on and above), pivots [k] (row j was swapped with row pivots[j]) and perm
+    [m] (row i of L·U is row perm[i] of a)."""
+
+    def compute(mats: list[NDArray]) -> list[NDArray]:
+        (a,) = mats
+        work = np.array(a, order="C", copy=True)
+        batch, m, n = work.shape
+        piv = np.zeros((batch, min(m, n)), dtype=np.int64)
+        perm = np.zeros((batch, m), dtype=np.int64)
+        if work.size or perm.size:
+            _lu_batch(work, piv, perm)
+        return [work, piv, perm]
+
+    return _run(spec, dsts, operands, compute)
+
+
+# --------------------------------------------------------------------------
+# qr and svd
+# --------------------------------------------------------------------------
+
+
+def _eye(batch: int, rows: int, cols: int, dtype: npt.DTypeLike) -> NDArray:
+    return np.broadcast_to(np.eye(rows, cols, dtype=dtype), (batch, rows, cols)).copy()
+
+
+def qr(spec: S.Qr, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """a = q r for each matrix: reduced q [m, k] and r [k, n], or complete q
+    [m, m] and r [m, n], by Householder reflections."""
+
+    def compute(mats: list[NDArray]) -> list[NDArray]:
+        (a,) = mats
+        batch, m, n = a.shape
+        k = min(m, n)
+        qc = m if spec.complete else k
+        q = _eye(batch, m, qc, a.dtype)
+        r = np.zeros((batch, qc, n), dtype=a.dtype)
+        if k == 0:
+            return [q, r]
+        geqrf = lapack.get_lapack_funcs("geqrf", dtype=a.dtype)
+        orgqr = lapack.get_lapack_funcs("ungqr" if a.dtype.kind == "c" else "orgqr",
+                                        dtype=a.dtype)
+        for t in range(batch):
+            if not _finite(a[t]):
+                q[t] = np.nan
+                r[t] = np.nan
+                continue
+            h, tau, _, info = geqrf(_fortran(a[t]))
+            if info != 0:
+                q[t] = np.nan
+                r[t] = np.nan
+                continue
+            r[t] = np.triu(h[:qc])
+            if qc > n:
+                # Complete q of a tall matrix: the k reflectors applied to all m columns.
+                reflectors = np.zeros((m, m), dtype=a.dtype, order="F")
+                reflectors[:, :n] = h
+            else:
+                reflectors = np.asfortranarray(h[:, :qc])
+            qt, _, info = orgqr(reflectors, tau)
+            q[t] = qt if info == 0 else np.nan
+        return [q, r]
+
+    return _run(spec, dsts, operands, compute)
+
+
+def svd(spec: S.Svd, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """a = u diag(s) vh for each matrix: s [k] descending (real), with reduced u
+    [m, k] and vh [k, n], complete ones [m, m] and [n, n], or none."""
+
+    def compute(mats: list[NDArray]) -> list[NDArray]:
+        (a,) = mats
+        batch, m, n = a.shape
+        k = min(m, n)
+        real = _REAL[D.of_numpy(a.dtype)].numpy_dtype
+        complete = spec.vectors is S.Factors.COMPLETE
+        uc, vr = (m, n) if complete else (k, k)
+        s = np.zeros((batch, k), dtype=real)
+        u = _eye(batch, m, uc, a.dtype)
+        vh = _eye(batch, vr, n, a.dtype)
+        if k > 0:
+            gesdd = lapack.get_lapack_funcs("gesdd", dtype=a.dtype)
+            vectors = spec.vectors is not None
+            for t in range(batch):
+                if not _finite(a[t]):
+                    s[t] = u[t] = vh[t] = np.nan
+                    continue
+                ut, st, vt, info = gesdd(_fortran(a[t]), compute_uv=int(vectors),
+                                         full_matrices=int(complete))
+                if info != 0:
+                    s[t] = u[t] = vh[t] = np.nan
+                    continue
+                s[t] = st
+                if vectors:
+                    u[t] = ut
+                    vh[t] = vt
+        return [s] if spec.vectors is None else [u, s, vh]
+
+    return _run(spec, dsts, operands, compute)
+
+
+# --------------------------------------------------------------------------
+# eigh and eig
+# --------------------------------------------------------------------------
+
+
+def eigh(spec: S.Eigh, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """Eigenvalues w [n] (real, ascending) and, with vectors, v [n, n] (columns)
+    of each Hermitian matrix, read from its lower triangle alone."""
+
+    def compute(mats: list[NDArray]) -> list[NDArray]:
+        (a,) = mats
+        batch, n, _ = a.shape
+        w = np.zeros((batch, n), dtype=_REAL[D.of_numpy(a.dtype)].numpy_dtype)
+        v = np.zeros(a.shape, dtype=a.dtype)
+        if n > 0:
+            evd = lapack.get_lapack_funcs("heevd" if a.dtype.kind == "c" else "syevd",
+                                          dtype=a.dtype)
+            for t in range(batch):
+                if not _finite(np.tril(a[t])):
+                    w[t] = v[t] = np.nan
+                    continue
+                wt, vt, info = evd(_fortran(a[t]), compute_v=int(spec.vectors), lower=1)
+                if info != 0:
+                    w[t] = v[t] = np.nan
+                    continue
+                w[t] = wt
+                if spec.vectors:
+                    v[t] = vt
+        return [w, v] if spec.vectors else [w]
+
+    return _run(spec, dsts, operands, compute)
+
+
+def eig(spec: S.Eig, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """Eigenvalues w [n] (complex) and, with vectors, right eigenvectors v [n, n]
+    (columns, unit 2-norm) of each square matrix."""
+
+    def compute(mats: list[NDArray]) -> list[NDArray]:
+        (a,) = mats
+        batch, n, _ = a.shape
+        cplx = _COMPLEX[D.of_numpy(a.dtype)].numpy_dtype
+        w = np.zeros((batch, n), dtype=cplx)
+        v = np.zeros((batch, n, n), dtype=cplx)
+        if n > 0:
+            geev = lapack.get_lapack_funcs("geev", dtype=a.dtype)
+            for t in range(batch):
+                if not _finite(a[t]):
+                    w[t] = v[t] = np.nan
+                    continue
+                if a.dtype.kind == "c":
+                    wt, _, vt, info = geev(_fortran(a[t]), compute_vl=0,
+                                           compute_vr=int(spec.vectors))
+                else:
+                    wr, wi, _, vr, info = geev(_fortran(a[t]), compute_vl=0,
+                                               compute_vr=int(spec.vectors))
+                    wt = wr + 1j * wi
+                    vt = _real_eigenvectors(wi, vr) if spec.vectors else vr
+                if info != 0:
+                    w[t] = v[t] = np.nan
+                    continue
+                w[t] = wt
+                if spec.vectors:
+                    v[t] = vt
+        return [w, v] if spec.vectors else [w]
+
+    return _run(spec, dsts, operands, compute)
+
+
+def _real_eigenvectors(wi: NDArray, vr: NDArray) -> NDArray:
+    """Real ?geev's vectors as complex columns: a pair j, j + 1 with wi[j] > 0 is
+    vr[:, j] ± i·vr[:, j + 1]."""
+    out = vr.astype(np.result_type(vr.dtype, np.complex64))
+    j = 0
+    n = wi.shape[0]
+    while j < n:
+        if wi[j] > 0 and j + 1 < n:
+            out[:, j] = vr[:, j] + 1j * vr[:, j + 1]
+            out[:, j + 1] = vr[:, j] - 1j * vr[:, j + 1]
+            j += 2
+        else:
+            j += 1
+    return out
+
+
+# --------------------------------------------------------------------------
+# solve_triangular
+# --------------------------------------------------------------------------
+
+
+def solve_triangular(spec: S.SolveTriangular, dsts: Sequence[Array],
+                     operands: Sequence[Array]) -> Answer:
+    """x with op(a) x = b for each pair of matrices: a's lower (else upper)
+    triangle read, op the transpose (not the conjugate transpose) where asked,
+    a's diagonal read as ones where ``unit_diagonal``."""
+
+    def compute(mats: list[NDArray]) -> list[NDArray]:
+        a, b = mats
+        x = np.zeros(b.shape, dtype=b.dtype)
+        if x.size == 0:
+            return [x]
+        trsm = blas.get_blas_funcs("trsm", dtype=a.dtype)
+        for t in range(a.shape[0]):
+            x[t] = trsm(1.0, _fortran(a[t]), _fortran(b[t]), side=0, lower=int(spec.lower),
+                        trans_a=int(spec.transpose), diag=int(spec.unit_diagonal))
+        return [x]
+
+    return _run(spec, dsts, operands, compute)
+
+
+# --------------------------------------------------------------------------
+# The family
+# --------------------------------------------------------------------------
+
+_EVERY: Final = "every fitting call at float32, float64, complex64 and complex128, batched"
+
+FAMILY: Final = Family(
+    kernels={
+        "cholesky": cholesky, "lu": lu, "qr": qr, "svd": svd, "eigh": eigh, "eig": eig,
+        "solve_triangular": solve_triangular,
+    },
+    statements={
+        name: KernelStatement(f"{_EVERY}; other dtypes answer WRONG_DTYPE.", _computes_all)
+        for name in ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")
+    },
+    algorithms={
+        "cholesky": "LAPACK ?potrf (one thread) on the lower (upper) triangle alone, the other "
+                    "triangle zero: L̂L̂ᴴ = A + ΔA, |ΔA| ≤ γ(n + 1)|L̂||L̂ᴴ| (Higham Thm 10.3). "
+                    "NaN factor where the read triangle is not finite or potrf finds the "
+                    "matrix not positive definite.",
+        "lu": "unblocked right-looking elimination in Numba (one thread per matrix): pivot j "
+              "is the first row from j whose |re| + |im| (|x| for real) is greater than every "
+              "earlier row's, so a NaN never displaces a number and a NaN at row j stays; "
+              "multipliers are a[i,j]/pivot (a zero pivot leaves them unscaled, as getrf); "
+              "L̂Û = PA + ΔA with |ΔA| ≤ γ(k)|L̂||Û| for real dtypes (Higham Thm 9.3) and "
+              "γ(4k + 6)|L̂||Û| for complex ones (a complex product errs by √2·γ(2), a "
+              "quotient by √2·γ(4): Higham Lemma 3.5).",
+        "qr": "LAPACK ?geqrf (Householder) then ?orgqr/?ungqr (one thread): Q̂R̂ = A + ΔA with "
+              "‖Δaⱼ‖₂ ≤ γ̃(mn)‖aⱼ‖₂ for each column and ‖Q̂ᴴQ̂ − I‖ ≤ γ̃(mn), γ̃(k) = c·k·u "
+              "for a small constant c (Higham Thm 19.4). NaN where a is not finite.",
+        "svd": "LAPACK ?gesdd (divide and conquer, one thread): backward stable, so each "
+               "singular value is within p(m, n)·u·‖A‖₂ of the exact one (Weyl) and the "
+               "vectors are orthonormal to p(m, n)·u, p a modest polynomial (in practice "
+               "below 10·max(m, n)). NaN where a is not finite or gesdd does not converge.",
+        "eigh": "LAPACK ?syevd/?heevd (divide and conquer, one thread) on the lower triangle "
+                "alone: ascending eigenvalues each within p(n)·u·‖A‖₂ of the exact ones, "
+                "vectors orthonormal to p(n)·u. NaN where the lower triangle is not finite "
+                "or the solver does not converge.",
+        "eig": "LAPACK ?geev (Hessenberg reduction and shifted QR, one thread): the Schur form "
+               "of A + ΔA with ‖ΔA‖ ≤ p(n)·u·‖A‖, so an eigenvalue errs by about p(n)·u·‖A‖ "
+               "times its condition number. NaN where a is not finite or QR does not "
+               "converge.",
+        "solve_triangular": "BLAS ?trsm (one thread): each column solves (T + ΔT)x̂ = b with "
+                            "|ΔT| ≤ γ(n + 1)|T| (Higham Thm 8.5; one more rounding for the "
+                            "diagonal's reciprocal); a zero diagonal gives infinities or NaN, "
+                            "never an error.",
+    },
+    open_choices={
+        "eig order": "as ?geev leaves them: the diagonal of its Schur form (real input: "
+                     "each conjugate pair adjacent, positive imaginary part first); not sorted.",
+        "eig vectors": "?geev's: unit 2-norm with the largest component real; a real "
+                       "matrix's conjugate pairs get exactly conjugate vectors.",
+        "qr factors": "as Householder QR gives them, unnormalised: r's diagonal of any sign "
+                      "(complex: any phase), q's columns to match; complete q of a tall matrix "
+                      "completes with the same reflectors applied to the identity's columns.",
+        "svd vectors": "as ?gesdd returns them, no sign or phase normalisation; complete u and "
+                       "vh complete with gesdd's JOBZ = 'A' columns.",
+        "eigh vectors": "as ?syevd/?heevd return them, no sign or phase normalisation.",
+        "empty matrices": "k = 0: complete q, u and vh are identity matrices; reduced ones "
+                          "and s are empty.",
+        "solve_triangular transpose": "transpose solves aᵀx = b, not the conjugate transpose.",
+        "lu zero pivot": "a zero pivot leaves its column's multipliers as they are (zeros), "
+                         "as LAPACK's getrf; a NaN pivot makes them NaN.",
+    },
+)
