@@ -36,7 +36,7 @@ from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, KernelStatement
 
-from .contraction import pinned_blas
+from .blas import pinned_blas
 from .family import Family
 from .views import read, store
 
