@@ -30,7 +30,8 @@ from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, check_error_factor, gamma, unit_roundoff
 from nxkernel_core.layout import Permute, Range, Slice
-from nxkernel_host.contraction import FAMILY, error_factor, pinned_blas
+from nxkernel_host.blas import pinned_blas
+from nxkernel_host.contraction import FAMILY, error_factor
 
 NDArray = np.ndarray[Any, Any]
 LAYOUTS = ("c", "reversed", "strided", "permuted")
@@ -610,7 +611,7 @@ def test_bits_do_not_depend_on_blas_threads() -> None:
 
 
 def test_pinning_restores_the_callers_thread_count() -> None:
-    from nxkernel_host.contraction import _openblas_controls
+    from nxkernel_host.blas import _openblas_controls
 
     controls = _openblas_controls()
     assert controls, "no OpenBLAS found: NumPy's BLAS would not be pinned"
