@@ -223,10 +223,10 @@ class Layout:
 
     def is_contiguous(self) -> bool:
         """Whether the elements lie in C order from the offset, one after another."""
+        if self.numel == 0:
+            return True
         expected = 1
         for d, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
-            if d == 0:
-                return True
             if d != 1 and s != expected:
                 return False
             expected *= d

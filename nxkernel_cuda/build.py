@@ -317,9 +317,9 @@ def _nvrtc_compile(source: Source, arch: str, options: Sequence[str]) -> tuple[b
             _check(nvrtc, nvrtc.nvrtcAddNameExpression(prog, expr.encode()), f"name expression {expr!r}")
         (status,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
         size = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "log size")
-        buf = b" " * size
+        buf = bytearray(size)  # NVRTC writes here: never an interned bytes object
         _check(nvrtc, nvrtc.nvrtcGetProgramLog(prog, buf), "log")
-        log = buf.rstrip(b"\0").decode(errors="replace")
+        log = bytes(buf).rstrip(b"\0").decode(errors="replace")
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CompileError(source, arch, options, log)
         lowered: dict[str, str] = {}
@@ -330,8 +330,8 @@ def _nvrtc_compile(source: Source, arch: str, options: Sequence[str]) -> tuple[b
                 raise CompileError(source, arch, options, missing)
             lowered[expr] = name.decode()
         size = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(prog), "cubin size")
-        data = b" " * size
+        data = bytearray(size)
         _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, data), "cubin")
-        return data, lowered, log
+        return bytes(data), lowered, log
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
