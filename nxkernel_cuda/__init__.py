@@ -10,8 +10,12 @@ Modules, one concern each:
 * ``cache``: the disk cache of cubins and emulator objects;
 * ``gpu``: cubins as CuPy RawModules, CUDA errors as device errors;
 * ``emulator``: ``emu_cuda.h`` and the driver that runs kernels on the CPU;
-* ``catalog``: every source the library launches;
-* ``lane_sum``, ``copy``: kernel families.
+* ``catalog``: every hand-written source the library launches;
+* ``codegen``: programs as CUDA C (pure rendering);
+* ``loops``: walks, descriptors and their upload;
+* ``elementwise``, ``reductions``, ``moves``: the kernel families of the
+  library (map; reduce and scan; gather, scatter, sort, numbering, assemble);
+* ``lane_sum``, ``copy``: the example families.
 """
 
 from __future__ import annotations

@@ -8,12 +8,14 @@ library can launch goes uncompiled.
 
 from __future__ import annotations
 
-from . import copy, lane_sum
+from . import copy, lane_sum, moves, reductions
 from .build import Source
 
 __all__ = ["sources"]
 
 
 def sources() -> tuple[Source, ...]:
-    """The sources of every kernel family."""
-    return (lane_sum.source(), copy.source())
+    """The sources of every kernel family that are not generated per program
+    (the map and reductions sources are: tests/cuda compiles those the tests
+    draw for ``build.CI_ARCHES``)."""
+    return (lane_sum.source(), copy.source(), moves.source(), reductions.arrays_source())

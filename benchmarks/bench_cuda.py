@@ -1,0 +1,214 @@
+"""nx.cuda on cuda:0 against CuPy's own kernels, side by side in one process.
+
+Cases: a fused map (``a*b + c``), a float32 sum, a cumsum, a stable sort
+(values and positions), a gather with random positions, at 1e6 and 1e7
+float32 elements (1e6 alone where ``quick``); logsumexp is listed as skipped,
+since nx.cuda declines it. Each case calls the library's kernel directly
+(arrays, destinations and descriptors made beforehand), then CuPy's best
+equivalent, alternating, each followed by a synchronisation of its stream, and
+reports the medians and ``ratio = cupy_s / ours_s`` (above 1: ours is faster)
+in ``numpy_s``, the runner's reference column. Every case first checks that
+both give the same values (bits for the moves, a relative 1e-5 for the float
+sums), so a run on a lent GPU is also a smoke test of the kernels there.
+
+Without a usable GPU (no CuPy, no driver, no device) ``run`` prints why and
+returns no rows. ``python benchmarks/bench_cuda.py [--quick] [--json PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nxkernel_core import dtype as D
+from nxkernel_core import spec as S
+from nxkernel_core.answer import Answer
+from nxkernel_core.array import Array
+from nxkernel_core.prog import In, Prog
+from nxkernel_cuda import device
+from nxkernel_cuda.library import LIBRARY as LIB
+
+#: The library these benchmarks measure (the runner's ``nxkernel bench cuda``).
+LIBRARY = "cuda"
+
+
+def _median(f: Callable[[], Any], g: Callable[[], Any], repeats: int) -> tuple[float, float]:
+    """Medians of ``repeats`` alternating timings of ``f`` and ``g`` (each
+    including its synchronisation), after one warm-up each."""
+    f()
+    g()
+    tf, tg = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f()
+        tf.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        g()
+        tg.append(time.perf_counter() - t0)
+    return statistics.median(tf), statistics.median(tg)
+
+
+def _row(name: str, n: int, ours: float, cupy: float) -> dict[str, Any]:
+    return {"name": name, "size": n, "dtype": "float32", "ours_s": ours, "numpy_s": cupy,
+            "ratio": cupy / ours if ours > 0 else None}
+
+
+def _check(name: str, ours: np.ndarray, theirs: np.ndarray, exact: bool) -> None:
+    """Raise where ours and CuPy's results differ (bits, or a relative 1e-5)."""
+    same = (np.array_equal(ours.view(np.uint8), theirs.view(np.uint8)) if exact
+            else np.allclose(ours, theirs, rtol=1e-5, atol=1e-5 * float(np.max(np.abs(theirs), initial=0))))
+    if not same:
+        raise AssertionError(f"bench_cuda: {name}: nx.cuda and CuPy disagree")
+
+
+def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
+    import cupy as cp
+
+    rng = np.random.default_rng(n)
+    a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    ga, gb, gc = (Array.from_numpy(v, dev) for v in (a, b, c))
+    ca, cb, cc = (cp.asarray(v) for v in (a, b, c))
+
+    def sync_ours() -> None:
+        dev.synchronize()
+
+    def sync_cupy() -> None:
+        cp.cuda.get_current_stream().synchronize()
+
+    rows = []
+
+    # map: a*b + c, one fused kernel against CuPy's two.
+    bld = Prog.build([D.float32] * 3)
+    x, y, z = bld.ins
+    fused = bld.finish(x * y + z)
+    out = Array.empty(D.float32, (n,), dev)
+    spec_map = S.Map(fused, (S.PLAIN,) * 3)
+
+    def ours_map() -> None:
+        assert LIB.map(spec_map, [out], [ga, gb, gc]) is Answer.DONE
+        sync_ours()
+
+    def cupy_map() -> Any:
+        r = ca * cb + cc
+        sync_cupy()
+        return r
+
+    ours_map()
+    _check("map", out.to_numpy(), cp.asnumpy(cupy_map()), exact=True)
+    rows.append(_row("map a*b+c vs cupy", n, *_median(ours_map, cupy_map, repeats)))
+
+    # sum, in lane order.
+    ident = Prog([D.float32], [In(0)], [0])
+    total = Array.empty(D.float32, (), dev)
+    spec_sum = S.Reduce(ident, (S.PLAIN,), (0,), ((S.Monoid.SUM, 0, D.float32),))
+
+    def ours_sum() -> None:
+        assert LIB.reduce(spec_sum, [total], [ga]) is Answer.DONE
+        sync_ours()
+
+    def cupy_sum() -> Any:
+        r = cp.sum(ca)
+        sync_cupy()
+        return r
+
+    ours_sum()
+    _check("sum", total.to_numpy(), cp.asnumpy(cupy_sum()), exact=False)
+    rows.append(_row("sum vs cupy", n, *_median(ours_sum, cupy_sum, repeats)))
+
+    # cumsum, by the odd/even network.
+    scanned = Array.empty(D.float32, (n,), dev)
+    spec_scan = S.Scan(ident, (S.PLAIN,), 0, S.Monoid.SUM, 0, D.float32)
+
+    def ours_scan() -> None:
+        assert LIB.scan(spec_scan, [scanned], [ga]) is Answer.DONE
+        sync_ours()
+
+    def cupy_scan() -> Any:
+        r = cp.cumsum(ca)
+        sync_cupy()
+        return r
+
+    ours_scan()
+    _check("cumsum", scanned.to_numpy(), cp.asnumpy(cupy_scan()), exact=False)
+    rows.append(_row("cumsum vs cupy", n, *_median(ours_scan, cupy_scan, repeats)))
+
+    # a stable sort: values and positions (CuPy: a stable argsort, then a take).
+    values = Array.empty(D.float32, (n,), dev)
+    positions = Array.empty(D.int64, (n,), dev)
+    spec_sort = S.Sort(0)
+
+    def ours_sort() -> None:
+        assert LIB.sort(spec_sort, [values, positions], [ga]) is Answer.DONE
+        sync_ours()
+
+    def cupy_sort() -> Any:
+        order = cp.argsort(ca)
+        r = (ca[order], order)
+        sync_cupy()
+        return r
+
+    ours_sort()
+    cv, cpos = cupy_sort()
+    _check("sort values", values.to_numpy(), cp.asnumpy(cv), exact=True)
+    _check("sort positions", positions.to_numpy(), cp.asnumpy(cpos).astype(np.int64), exact=True)
+    rows.append(_row("sort (values, positions) vs cupy", n, *_median(ours_sort, cupy_sort, repeats)))
+
+    # gather at random positions.
+    index = rng.integers(0, n, size=n).astype(np.int64)
+    gi, ci = Array.from_numpy(index, dev), cp.asarray(index)
+    taken = Array.empty(D.float32, (n,), dev)
+
+    def ours_gather() -> None:
+        assert LIB.gather(S.Gather(0), [taken], [gi, ga]) is Answer.DONE
+        sync_ours()
+
+    def cupy_gather() -> Any:
+        r = cp.take(ca, ci)
+        sync_cupy()
+        return r
+
+    ours_gather()
+    _check("gather", taken.to_numpy(), cp.asnumpy(cupy_gather()), exact=True)
+    rows.append(_row("gather (random) vs cupy", n, *_median(ours_gather, cupy_gather, repeats)))
+    return rows
+
+
+def run(quick: bool) -> list[dict[str, Any]]:
+    """The rows of every case at every size; none (with the reason printed)
+    where no CUDA GPU is usable."""
+    ok, why = device.availability()
+    if not ok:
+        print(f"bench_cuda: no CUDA GPU is usable here, so nothing is measured: {why}", file=sys.stderr)
+        return []
+    dev = device.CudaDevice(0)
+    print("bench_cuda: logsumexp is not measured: nx.cuda declines Logsumexp reductions", file=sys.stderr)
+    sizes = (10**6,) if quick else (10**6, 10**7)
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        rows += _cases(dev, n, repeats=5 if quick else 20)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1e6 elements only, fewer repeats")
+    parser.add_argument("--json", help="write the rows to this file")
+    args = parser.parse_args()
+    rows = run(args.quick)
+    for r in rows:
+        print(f"{r['name']:<36} {r['size']:>10} {r['ours_s'] * 1e3:9.3f} ms {r['numpy_s'] * 1e3:9.3f} ms"
+              f" x{r['ratio']:.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

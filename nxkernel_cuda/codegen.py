@@ -1,0 +1,540 @@
+"""Programs as CUDA C: pure rendering functions from a ``Prog`` to device code.
+
+Rule: :func:`eval_code` renders a program as one ``__device__`` function,
+``nxk_eval``, that takes each operand's element (its *storage value*, see
+``kernels/nxk_scalar.cuh``), the loop index along each axis a Coord node
+reads, and one pointer per output, and computes every node as the reference
+evaluator (``nxkernel_core.reference``) does, rounded once to the node's dtype:
+
+* float32 and float64 compute in their own IEEE arithmetic (NVRTC compiles
+  with ``--fmad=false``, IEEE division and square root, no flush to zero; the
+  emulator with ``-ffp-contract=off``); float16, bfloat16 and the float8 and
+  float4 formats are held as bits and compute in float32, rounding once on
+  the store by the store rule (``nxk_<X>_of_f32``), as the reference does.
+  Fma is exact at every float dtype (the narrow ones by round-to-odd in
+  double). The transcendental kinds, Pow and Atan2 of float32 and narrower
+  compute in double and round once into the node's dtype, so they are within
+  one ulp (correctly rounded but where the double's own error straddles a
+  rounding point); of float64 they are CUDA's (libdevice, at most 2 ulps) on
+  a GPU and the C library's on the emulated device.
+* The NaN rule of upstream §3 holds at every float node: the first NaN
+  operand's bits, unchanged (Neg and Abs flip and clear its sign bit); a NaN
+  made from numbers is the format's canonical quiet NaN, so NaN results have
+  the reference's bits on both devices.
+* Integers of 8 and 16 bits and the 4-bit ones compute in 32 bits, 32-bit
+  ones in 32 and 64-bit ones in 64, and wrap on the store; Idiv and Mod by 0
+  and the signed minimum by -1 follow upstream §3; Pow by squaring.
+* Booleans are held as their byte: Copy, Bitcast and Where keep it, every
+  other use reads ``byte != 0``.
+* Casts follow upstream §3's rules with integer code (``nxk_scalar.cuh``), not
+  the GPU's ``cvt``: a float into another float rounds once, a NaN keeping its
+  sign and its payload's high bits, made quiet; a float into an integer
+  truncates and saturates, NaN to 0; a 64-bit integer into a format narrower
+  than float32 rounds once through round-to-odd.
+
+Complex dtypes are not rendered (:func:`unsupported` says why); a library
+declines programs that have one.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, final
+
+from nxkernel_core import dtype as D
+from nxkernel_core.dtype import Dtype, Kind
+from nxkernel_core.prog import (
+    TRANSCENDENTAL,
+    Binary,
+    Compare,
+    Const,
+    Convert,
+    Coord,
+    In,
+    Op1,
+    Op2,
+    Op3,
+    Prog,
+    Ternary,
+    Unary,
+)
+
+from .build import render
+
+__all__ = [
+    "SCALARS",
+    "Scalar",
+    "code_expr",
+    "eval_code",
+    "load_expr",
+    "of_code_expr",
+    "scalar",
+    "store_stmt",
+    "unsupported",
+]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Scalar:
+    """How generated code holds one dtype's element.
+
+    ``name`` names its helpers in ``nxk_scalar.cuh`` (``nxk_ld_<name>``,
+    ``nxk_st_<name>``, ``nxk_code_<name>``, ...); ``ctype`` is its storage
+    value's C type; ``wide`` the C type a float computes in (float32 for the
+    narrow formats), or, for an integer, the signed and unsigned types it
+    computes in (``signed``, ``unsigned``).
+    """
+
+    dtype: Dtype
+    name: str
+    ctype: str
+    wide: str = ""
+    signed: str = ""
+    unsigned: str = ""
+
+    @property
+    def narrow(self) -> bool:
+        """A float held as bits, computing in float32."""
+        return self.dtype.is_float and self.dtype.bits < 32
+
+
+def _int(dt: Dtype, name: str, ctype: str) -> Scalar:
+    s, u = ("nxk_i64", "nxk_u64") if dt.bits == 64 else ("nxk_i32", "nxk_u32")
+    return Scalar(dt, name, ctype, signed=s, unsigned=u)
+
+
+#: Every dtype generated code holds, by dtype (complex ones are absent).
+SCALARS: Final[dict[Dtype, Scalar]] = {
+    D.float64: Scalar(D.float64, "f64", "double", wide="double"),
+    D.float32: Scalar(D.float32, "f32", "float", wide="float"),
+    D.float16: Scalar(D.float16, "f16", "nxk_u16", wide="float"),
+    D.bfloat16: Scalar(D.bfloat16, "bf16", "nxk_u16", wide="float"),
+    D.float8_e4m3fn: Scalar(D.float8_e4m3fn, "e4m3", "nxk_u8", wide="float"),
+    D.float8_e5m2: Scalar(D.float8_e5m2, "e5m2", "nxk_u8", wide="float"),
+    D.float4_e2m1fn: Scalar(D.float4_e2m1fn, "e2m1", "nxk_u8", wide="float"),
+    D.int64: _int(D.int64, "i64", "nxk_i64"),
+    D.uint64: _int(D.uint64, "u64", "nxk_u64"),
+    D.int32: _int(D.int32, "i32", "nxk_i32"),
+    D.uint32: _int(D.uint32, "u32", "nxk_u32"),
+    D.int16: _int(D.int16, "i16", "nxk_i16"),
+    D.uint16: _int(D.uint16, "u16", "nxk_u16"),
+    D.int8: _int(D.int8, "i8", "nxk_i8"),
+    D.uint8: _int(D.uint8, "u8", "nxk_u8"),
+    D.int4: _int(D.int4, "i4", "nxk_i8"),
+    D.uint4: _int(D.uint4, "u4", "nxk_u8"),
+    D.bool_: Scalar(D.bool_, "bool", "nxk_u8"),
+    D.bit: Scalar(D.bit, "bit", "nxk_u8"),
+}
+
+
+def scalar(dt: Dtype) -> Scalar:
+    """The Scalar of ``dt``; ``KeyError`` for a complex dtype."""
+    return SCALARS[dt]
+
+
+def unsupported(prog: Prog) -> str | None:
+    """Why generated code cannot compute ``prog`` (a complex dtype in it), or None."""
+    dts = {*prog.ins, *(prog.dtype(i) for i in range(len(prog.nodes)))}
+    bad = sorted(dt.name for dt in dts if dt not in SCALARS)
+    if bad:
+        return f"the program holds {', '.join(bad)}, and complex dtypes are not generated"
+    return None
+
+
+# --------------------------------------------------------------------------
+# Elements: loads, stores, codes
+# --------------------------------------------------------------------------
+
+
+def load_expr(dt: Dtype, base: str, pos: str) -> str:
+    """The C expression loading the element at position ``pos`` of ``base``."""
+    return f"nxk_ld_{SCALARS[dt].name}({base}, {pos})"
+
+
+def store_stmt(dt: Dtype, base: str, pos: str, value: str) -> str:
+    """The C statement storing storage value ``value`` at ``pos`` of ``base``."""
+    return f"nxk_st_{SCALARS[dt].name}({base}, {pos}, {value});"
+
+
+def code_expr(dt: Dtype, value: str) -> str:
+    """The bits of storage value ``value`` as an ``nxk_u64`` (a 4-bit code, a
+    bool's byte)."""
+    return f"nxk_code_{SCALARS[dt].name}({value})"
+
+
+def of_code_expr(dt: Dtype, code: str) -> str:
+    """The storage value whose bits are ``code`` (an ``nxk_u64``), truncated to
+    the width (a 4-bit signed code sign-extended)."""
+    return f"nxk_of_code_{SCALARS[dt].name}({code})"
+
+
+# --------------------------------------------------------------------------
+# Nodes
+# --------------------------------------------------------------------------
+
+_TRANSCENDENTAL_C: Final[dict[Unary, str]] = {
+    Unary.EXP: "exp", Unary.EXP2: "exp2", Unary.LOG: "log", Unary.LOG2: "log2",
+    Unary.LOG1P: "log1p", Unary.EXPM1: "expm1", Unary.SIN: "sin", Unary.COS: "cos",
+    Unary.TAN: "tan", Unary.ASIN: "asin", Unary.ACOS: "acos", Unary.ATAN: "atan",
+    Unary.SINH: "sinh", Unary.COSH: "cosh", Unary.TANH: "tanh", Unary.ERF: "erf",
+}
+_ROUNDING_C: Final[dict[Unary, str]] = {
+    Unary.SQRT: "sqrt", Unary.FLOOR: "floor", Unary.CEIL: "ceil", Unary.TRUNC: "trunc",
+    Unary.ROUND: "round",
+}
+_ARITH_C: Final[dict[Binary, str]] = {Binary.ADD: "+", Binary.SUB: "-", Binary.MUL: "*", Binary.FDIV: "/"}
+_COMPARE_C: Final[dict[Compare, str]] = {
+    Compare.EQUAL: "==", Compare.NOT_EQUAL: "!=", Compare.LESS: "<", Compare.LESS_EQUAL: "<=",
+}
+_BITWISE_C: Final[dict[Binary, str]] = {Binary.AND: "&", Binary.OR: "|", Binary.XOR: "^"}
+
+
+def _v(i: int) -> str:
+    return f"v{i}"
+
+
+def _wide(dt: Dtype, var: str) -> str:
+    """A float storage value in its compute type."""
+    s = SCALARS[dt]
+    return f"nxk_val_{s.name}({var})" if s.narrow else var
+
+
+def _f32_fn(fn: str, dt: Dtype) -> str:
+    """The float32 (or float64) C function ``fn`` for a float dtype's compute type."""
+    return fn if dt is D.float64 else f"{fn}f"
+
+
+class _Emitter:
+    """Renders the nodes of one program into statements, ``lines``."""
+
+    def __init__(self, prog: Prog) -> None:
+        self.prog = prog
+        self.lines: list[str] = []
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " + line)
+
+    def dt(self, i: int) -> Dtype:
+        return self.prog.dtype(i)
+
+    # ---- float results with the NaN rule ------------------------------------
+
+    def float_result(self, i: int, dt: Dtype, expr: str, operands: Sequence[int],
+                     in_double: bool = False) -> None:
+        """Node ``i`` of float ``dt`` = ``expr`` (in the compute type, or in
+        double where ``in_double``) rounded once, then the NaN rule over the
+        operand nodes ``operands``."""
+        s = SCALARS[dt]
+        args = ", ".join(_v(o) for o in operands)
+        if not s.narrow:
+            value = f"(float)({expr})" if in_double and dt is D.float32 else expr
+            self.emit(f"const {s.ctype} {_v(i)} = nxk_nan{len(operands)}_{s.name}({value}, {args});")
+            return
+        conv = f"nxk_{s.name}_of_f64" if in_double else f"nxk_{s.name}_of_f32"
+        self.emit(f"{s.ctype} {_v(i)} = {conv}({expr});")
+        chain = " else ".join(f"if (nxk_isnan_{s.name}({_v(o)})) {_v(i)} = {_v(o)};" for o in operands)
+        self.emit(chain)
+
+    # ---- kinds ----------------------------------------------------------------
+
+    def unary(self, i: int, kind: Unary, x: int) -> None:
+        dt = self.dt(i)
+        s = SCALARS[dt]
+        vx = _v(x)
+        if dt.is_float:
+            if kind in (Unary.NEG, Unary.ABS):
+                code = code_expr(dt, vx)
+                sign = f"(1ull << {dt.bits - 1})"
+                bits = f"({code} ^ {sign})" if kind is Unary.NEG else f"({code} & ~{sign})"
+                self.emit(f"const {s.ctype} {_v(i)} = {of_code_expr(dt, bits)};")
+                return
+            w = _wide(dt, vx)
+            one = "1.0" if dt is D.float64 else "1.0f"
+            zero = "0.0" if dt is D.float64 else "0.0f"
+            if kind in TRANSCENDENTAL:
+                fn = _TRANSCENDENTAL_C[kind]
+                if dt is D.float64:
+                    self.float_result(i, dt, f"{fn}({w})", [x])
+                else:
+                    self.float_result(i, dt, f"{fn}((double){w})", [x], in_double=True)
+            elif kind in _ROUNDING_C:
+                self.float_result(i, dt, f"{_f32_fn(_ROUNDING_C[kind], dt)}({w})", [x])
+            elif kind is Unary.RECIP:
+                self.float_result(i, dt, f"{one} / {w}", [x])
+            elif kind is Unary.SIGN:
+                self.float_result(i, dt, f"({w} > {zero} ? {one} : ({w} < {zero} ? -{one} : {w}))", [x])
+            else:
+                raise AssertionError(kind)
+            return
+        if dt.is_int:
+            st, ut = s.signed, s.unsigned
+            signed = dt.kind is Kind.SIGNED
+            if kind is Unary.NEG:
+                expr = self.wrap(dt, f"({ut})0 - ({ut}){vx}")
+            elif kind is Unary.RECIP:
+                one = f"({vx} == 1 || {vx} == -1)" if signed else f"({vx} == 1)"
+                expr = f"({one} ? {vx} : ({s.ctype})0)"
+            elif kind is Unary.ABS:
+                expr = self.wrap(dt, f"({vx} < 0 ? ({ut})0 - ({ut}){vx} : ({ut}){vx})") if signed else vx
+            elif kind is Unary.SIGN:
+                expr = (f"({s.ctype})((({st}){vx} > 0) - (({st}){vx} < 0))" if signed
+                        else f"({s.ctype})({vx} != 0)")
+            elif kind in (Unary.FLOOR, Unary.CEIL, Unary.ROUND, Unary.TRUNC):
+                expr = vx
+            else:
+                raise AssertionError(kind)
+            self.emit(f"const {s.ctype} {_v(i)} = {expr};")
+            return
+        raise AssertionError(f"{kind} of {dt.name}")
+
+    def wrap(self, dt: Dtype, expr: str) -> str:
+        """An integer expression (of the compute types) wrapped into ``dt``."""
+        s = SCALARS[dt]
+        if dt is D.int4:
+            return f"nxk_wrap_i4((nxk_i64)({expr}))"
+        if dt is D.uint4:
+            return f"nxk_wrap_u4((nxk_u64)({expr}))"
+        return f"({s.ctype})({s.unsigned})({expr})"
+
+    def binary(self, i: int, kind: Binary, x: int, y: int) -> None:
+        src = self.dt(x)
+        s = SCALARS[src]
+        vx, vy = _v(x), _v(y)
+        if kind in (Binary.MAXIMUM, Binary.MINIMUM):
+            self.extreme(i, kind, src, vx, vy)
+            return
+        if src.is_float:
+            wx, wy = _wide(src, vx), _wide(src, vy)
+            if kind in _ARITH_C:
+                self.float_result(i, src, f"{wx} {_ARITH_C[kind]} {wy}", [x, y])
+            elif kind is Binary.MOD:
+                self.float_result(i, src, f"{_f32_fn('fmod', src)}({wx}, {wy})", [x, y])
+            elif kind in (Binary.POW, Binary.ATAN2):
+                fn = "pow" if kind is Binary.POW else "atan2"
+                if src is D.float64:
+                    self.float_result(i, src, f"{fn}({wx}, {wy})", [x, y])
+                else:
+                    self.float_result(i, src, f"{fn}((double){wx}, (double){wy})", [x, y], in_double=True)
+            else:
+                raise AssertionError(kind)
+            return
+        if src.is_bool:
+            op = {Binary.AND: "&", Binary.OR: "|", Binary.XOR: "^"}[kind]
+            self.emit(f"const nxk_u8 {_v(i)} = (nxk_u8)(({vx} != 0) {op} ({vy} != 0));")
+            return
+        st, ut = s.signed, s.unsigned
+        signed = src.kind is Kind.SIGNED
+        if kind in (Binary.ADD, Binary.SUB, Binary.MUL):
+            expr = self.wrap(src, f"({ut}){vx} {_ARITH_C[kind]} ({ut}){vy}")
+        elif kind is Binary.IDIV:
+            if signed:
+                expr = (f"({vy} == 0 ? ({s.ctype})0 : ({vy} == -1 ? {self.wrap(src, f'({ut})0 - ({ut}){vx}')}"
+                        f" : ({s.ctype})(({st}){vx} / ({st}){vy})))")
+            else:
+                expr = f"({vy} == 0 ? ({s.ctype})0 : ({s.ctype})(({ut}){vx} / ({ut}){vy}))"
+        elif kind is Binary.MOD:
+            if signed:
+                expr = (f"({vy} == 0 ? {vx} : ({vy} == -1 ? ({s.ctype})0"
+                        f" : ({s.ctype})(({st}){vx} % ({st}){vy})))")
+            else:
+                expr = f"({vy} == 0 ? {vx} : ({s.ctype})(({ut}){vx} % ({ut}){vy}))"
+        elif kind is Binary.POW:
+            fn = "nxk_ipow_i64((nxk_i64)" if signed else "nxk_ipow_u64((nxk_u64)"
+            cast = "(nxk_i64)" if signed else "(nxk_u64)"
+            expr = self.wrap(src, f"{fn}{vx}, {cast}{vy})")
+        elif kind in _BITWISE_C:
+            expr = f"({s.ctype})({vx} {_BITWISE_C[kind]} {vy})"
+        elif kind is Binary.THREEFRY:
+            expr = f"nxk_threefry({vx}, {vy})"
+        else:
+            raise AssertionError(kind)
+        self.emit(f"const {s.ctype} {_v(i)} = {expr};")
+
+    def extreme(self, i: int, kind: Binary, dt: Dtype, vx: str, vy: str) -> None:
+        """Maximum or Minimum: -0 below +0, the first NaN operand, any/all on booleans."""
+        s = SCALARS[dt]
+        if dt.is_bool:
+            op = "|" if kind is Binary.MAXIMUM else "&"
+            self.emit(f"const nxk_u8 {_v(i)} = (nxk_u8)(({vx} != 0) {op} ({vy} != 0));")
+            return
+        if dt.is_int:
+            op = ">" if kind is Binary.MAXIMUM else "<"
+            self.emit(f"const {s.ctype} {_v(i)} = {vx} {op} {vy} ? {vx} : {vy};")
+            return
+        wx, wy = _wide(dt, vx), _wide(dt, vy)
+        if kind is Binary.MAXIMUM:
+            take_x = f"({wx} > {wy} || ({wx} == {wy} && nxk_neg_{s.name}({vy})))"
+        else:
+            take_x = f"({wx} < {wy} || ({wx} == {wy} && nxk_neg_{s.name}({vx})))"
+        self.emit(f"const {s.ctype} {_v(i)} = nxk_isnan_{s.name}({vx}) ? {vx} : (nxk_isnan_{s.name}({vy})"
+                  f" ? {vy} : ({take_x} ? {vx} : {vy}));")
+
+    def compare(self, i: int, kind: Compare, x: int, y: int) -> None:
+        src = self.dt(x)
+        vx, vy = _v(x), _v(y)
+        if src.is_float:
+            a, b = _wide(src, vx), _wide(src, vy)
+        elif src.is_bool:
+            a, b = f"({vx} != 0)", f"({vy} != 0)"
+        else:
+            a, b = vx, vy
+        self.emit(f"const nxk_u8 {_v(i)} = (nxk_u8)({a} {_COMPARE_C[kind]} {b});")
+
+    def fma(self, i: int, a: int, b: int, c: int) -> None:
+        dt = self.dt(i)
+        s = SCALARS[dt]
+        va, vb, vc = _v(a), _v(b), _v(c)
+        if dt.is_float:
+            if s.narrow:
+                expr = f"nxk_fma_odd({_wide(dt, va)}, {_wide(dt, vb)}, {_wide(dt, vc)})"
+                self.float_result(i, dt, expr, [a, b, c], in_double=True)
+            else:
+                self.float_result(i, dt, f"{_f32_fn('fma', dt)}({va}, {vb}, {vc})", [a, b, c])
+            return
+        ut = s.unsigned
+        self.emit(f"const {s.ctype} {_v(i)} = {self.wrap(dt, f'({ut}){va} * ({ut}){vb} + ({ut}){vc}')};")
+
+    # ---- conversions ----------------------------------------------------------
+
+    def cast(self, i: int, x: int) -> None:
+        src, dst = self.dt(x), self.dt(i)
+        ss, sd = SCALARS[src], SCALARS[dst]
+        vx, out = _v(x), _v(i)
+        if src is dst:
+            self.emit(f"const {sd.ctype} {out} = {vx};")
+            return
+        if src.is_float:
+            value = vx if src is D.float64 else f"(double){_wide(src, vx)}"
+            if dst.is_float:
+                if dst is D.float64:
+                    enc = value
+                elif dst is D.float32:
+                    enc = f"(float)({value})"
+                else:
+                    enc = f"nxk_{sd.name}_of_f64({value})"
+                self.emit(f"const {sd.ctype} {out} = nxk_isnan_{ss.name}({vx})"
+                          f" ? nxk_nan_{sd.name}(nxk_neg_{ss.name}({vx}), nxk_payload_{ss.name}({vx}))"
+                          f" : {enc};")
+            elif dst.is_int:
+                lo, hi = dst.int_range
+                if dst.kind is Kind.SIGNED:
+                    lo_c = "NXK_I64_MIN" if dst.bits == 64 else f"(nxk_i64)({lo})"
+                    expr = f"({sd.ctype})nxk_sat_signed({value}, {lo_c}, (nxk_i64){hi}ll)"
+                else:
+                    expr = f"({sd.ctype})nxk_sat_unsigned({value}, {hi}ull)"
+                self.emit(f"const {sd.ctype} {out} = {expr};")
+            else:
+                self.emit(f"const nxk_u8 {out} = (nxk_u8)({_wide(src, vx)} != 0);")
+            return
+        if src.is_int:
+            wide = "nxk_i64" if src.kind is Kind.SIGNED else "nxk_u64"
+            value = f"({wide}){vx}"
+            if dst.is_float:
+                if dst is D.float64:
+                    enc = f"(double){value}"
+                elif dst is D.float32:
+                    enc = f"(float){value}"
+                elif src.bits == 64:
+                    odd = "nxk_odd_f64_of_i64" if src.kind is Kind.SIGNED else "nxk_odd_f64_of_u64"
+                    enc = f"nxk_{sd.name}_of_f64({odd}({value}))"
+                else:
+                    enc = f"nxk_{sd.name}_of_f64((double){value})"
+                self.emit(f"const {sd.ctype} {out} = {enc};")
+            elif dst.is_int:
+                self.emit(f"const {sd.ctype} {out} = {self.wrap(dst, value)};")
+            else:
+                self.emit(f"const nxk_u8 {out} = (nxk_u8)({vx} != 0);")
+            return
+        # A boolean source: its truth, 0 or 1.
+        truth = f"({vx} != 0)"
+        if dst.is_float:
+            if dst is D.float64:
+                enc = f"(double){truth}"
+            elif dst is D.float32:
+                enc = f"(float){truth}"
+            else:
+                enc = f"nxk_{sd.name}_of_f32((float){truth})"
+        elif dst.is_int:
+            enc = f"({sd.ctype}){truth}"
+        else:
+            enc = f"(nxk_u8){truth}"
+        self.emit(f"const {sd.ctype} {out} = {enc};")
+
+    def bitcast(self, i: int, x: int) -> None:
+        src, dst = self.dt(x), self.dt(i)
+        self.emit(f"const {SCALARS[dst].ctype} {_v(i)} = {of_code_expr(dst, code_expr(src, _v(x)))};")
+
+    # ---- the program ----------------------------------------------------------
+
+    def node(self, i: int) -> None:
+        n = self.prog.nodes[i]
+        dt = self.dt(i)
+        ctype = SCALARS[dt].ctype
+        if isinstance(n, In):
+            self.emit(f"const {ctype} {_v(i)} = in{n.index};")
+        elif isinstance(n, Coord):
+            self.emit(f"const nxk_i64 {_v(i)} = k{n.axis};")
+        elif isinstance(n, Const):
+            code = int.from_bytes(n.bits, "little")
+            self.emit(f"const {ctype} {_v(i)} = {of_code_expr(dt, f'{code:#x}ull')};")
+        elif isinstance(n, Op1):
+            if n.kind is Convert.COPY:
+                self.emit(f"const {ctype} {_v(i)} = {_v(n.x)};")
+            elif n.kind is Convert.CAST:
+                self.cast(i, n.x)
+            elif n.kind is Convert.BITCAST:
+                self.bitcast(i, n.x)
+            else:
+                self.unary(i, n.kind, n.x)
+        elif isinstance(n, Op2):
+            if isinstance(n.kind, Compare):
+                self.compare(i, n.kind, n.x, n.y)
+            else:
+                self.binary(i, n.kind, n.x, n.y)
+        elif isinstance(n, Op3):
+            if n.kind is Ternary.WHERE:
+                self.emit(f"const {ctype} {_v(i)} = ({_v(n.c)} != 0) ? {_v(n.x)} : {_v(n.y)};")
+            else:
+                self.fma(i, n.c, n.x, n.y)
+        else:
+            raise AssertionError(n)
+
+
+# Slots: params, the function's parameters (the operands' storage values
+# in0.., the Coord indices k<axis>, the output pointers o0..); body, one
+# statement per node (node i's value is v<i>, of its dtype's storage type)
+# then one store per output. Invariant: node i reads only v<j>, j < i.
+_EVAL: Final = string.Template("""\
+// The program, node by node (nxkernel_cuda.codegen).
+__device__ __forceinline__ void nxk_eval(${params})
+{
+${body}
+}
+""")
+
+
+def eval_code(prog: Prog) -> str:
+    """``nxk_eval``: the program as a device function of its operands' storage
+    values ``in<i>``, the loop indices ``k<axis>`` its Coord nodes read
+    (sorted), and output pointers ``o<k>`` (pure). ``ValueError`` for a program
+    :func:`unsupported` refuses."""
+    why = unsupported(prog)
+    if why is not None:
+        raise ValueError(f"codegen: {why}")
+    em = _Emitter(prog)
+    for i in range(len(prog.nodes)):
+        em.node(i)
+    for k, o in enumerate(prog.outs):
+        em.emit(f"*o{k} = {_v(o)};")
+    params = [f"const {SCALARS[dt].ctype} in{i}" for i, dt in enumerate(prog.ins)]
+    params += [f"const nxk_i64 k{a}" for a in coord_axes(prog)]
+    params += [f"{SCALARS[prog.dtype(o)].ctype}* __restrict__ o{k}" for k, o in enumerate(prog.outs)]
+    return render(_EVAL, params=", ".join(params), body="\n".join(em.lines))
+
+
+def coord_axes(prog: Prog) -> tuple[int, ...]:
+    """The axes (counted from the last) that the program's Coord nodes read, sorted."""
+    return tuple(sorted({n.axis for n in prog.nodes if isinstance(n, Coord)}))

@@ -1,0 +1,847 @@
+"""The reduce and scan kernels: one CUDA source per program output.
+
+Rules:
+
+* A reduction's or a scan's terms are one program output over the loop. An
+  output that is an operand (``In(i)``, or a Copy of one) reads that operand
+  alone, through the source of the one-node program of its dtype, so every
+  ``sum(x)`` of one dtype shares one source; any other output is the program
+  evaluated per term (:mod:`nxkernel_cuda.codegen`), fused into the kernels.
+* Rows: the loop's other axes (C order) give the results' indices; each row's
+  terms are numbered in C order of the reduced axes (a scan's: along its axis,
+  from its end where reversed). Both are walked by descriptors
+  (:mod:`nxkernel_cuda.loops`), so operands may be strided, broadcast or
+  offset and the results land in any layout of their destinations.
+* Float Sum and Prod reduce in **lane order** (design.md §6,
+  ``kernels/nxk_reduce.cuh``), in the carrier (float32 for float32 and the
+  narrow floats, float64 for float64), each lane chained from +0 (Sum) or 1
+  (Prod): bit for bit ``nxkernel_core.orders.lane_reduce``, whatever the
+  block size or the number of blocks a row is cut into. Each result rounds
+  once into its destination (any float dtype). Integers wrap in 64 bits and
+  then in the destination, which any order gives alike.
+* Max, Min and Arg keep (key, position, bits) per term, the key ordering the
+  terms as Prog's Maximum and Minimum do (-0 below +0, every NaN above all for
+  Max and below all for Min, booleans by truth), ties to the lower position:
+  an associative, commutative choice, so the result is the first term with
+  the extreme's bits, or the first NaN, in any order.
+* Scans combine states by the **odd/even network** (design.md §6): Sum and
+  Prod in the carrier (integers wrapping in 64 bits), Max and Min by Prog's
+  Maximum and Minimum; a carry is state 0, so result i is the network's
+  result i + 1 over the carry and the terms. Chunks of C states (a power of
+  two) scan in shared memory; the full chunks' totals scan by the same network
+  (recursively), and each chunk finishes from the scanned total before it:
+  the whole row's network, bit for bit, for every C.
+* Sources: a generated one per program output holds the passes over terms
+  (``nxk_red_sum``, ``nxk_red_ext``, ``nxk_scan_totals``, ``nxk_scan_chunks``);
+  the passes that depend on no program (a row's groups finished, the network
+  over states in memory) are ``kernels/reductions.cu``, instantiated per
+  carrier and state type and compiled once per device.
+* Declined (before any array is touched): Logsumexp and Moments reductions,
+  Arg, Logsumexp and Moments scans, Padded loads, and programs holding a
+  complex dtype.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, final
+
+import numpy as np
+
+from nxkernel_core import dtype as D
+from nxkernel_core import shape as SH
+from nxkernel_core import spec as S
+from nxkernel_core.answer import Answer
+from nxkernel_core.array import Array
+from nxkernel_core.door import door
+from nxkernel_core.dtype import Dtype, Kind
+from nxkernel_core.kernel import Call
+from nxkernel_core.prog import Convert, In, Op1, Prog
+
+from . import codegen, loops
+from .build import Source, file_source, render
+from .device import CudaRig
+from .elementwise import loop_rank
+from .elementwise import program_declines as _program_decline
+from .launch import Pointer
+
+__all__ = [
+    "KERNELS",
+    "REDUCE_PROSE",
+    "SCAN_PROSE",
+    "declines_reduce",
+    "declines_scan",
+    "reduce",
+    "reductions_code",
+    "reductions_source",
+    "scan",
+    "term_program",
+]
+
+#: The kernels of every generated reductions source.
+KERNELS: Final = ("nxk_red_sum", "nxk_red_ext", "nxk_scan_totals", "nxk_scan_chunks")
+
+#: The C types of the sums' carriers and the scans' states the program-
+#: independent passes (``kernels/reductions.cu``) are instantiated for.
+SUM_TYPES: Final = ("float", "double", "nxk_u64")
+STATE_TYPES: Final = ("float", "double", "nxk_i64", "nxk_u64", "nxk_u32")
+
+
+def arrays_kernels() -> tuple[str, ...]:
+    """Every kernel of ``kernels/reductions.cu``, as launched."""
+    return (*(f"nxk_sum_finish<{t}>" for t in SUM_TYPES), "nxk_ext_finish",
+            *(f"nxk_scan_totals_arr<{t}>" for t in STATE_TYPES),
+            *(f"nxk_scan_chunks_arr<{t}>" for t in STATE_TYPES))
+
+
+@functools.cache
+def arrays_source() -> Source:
+    """``kernels/reductions.cu``: the passes that depend on no program."""
+    return file_source("reductions.cu", arrays_kernels())
+
+#: Scan combinations, as the kernels number them.
+_OPS: Final[dict[S.Monoid, int]] = {S.Monoid.SUM: 0, S.Monoid.PROD: 1, S.Monoid.MAX: 2, S.Monoid.MIN: 3}
+
+
+# --------------------------------------------------------------------------
+# Terms of each dtype, as C
+# --------------------------------------------------------------------------
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class _Terms:
+    """The C of a term dtype's reductions: the Sum/Prod carrier, the scan state
+    (C types of ``SUM_TYPES`` and ``STATE_TYPES``) and their sizes in bytes,
+    and the bodies of the per-dtype functions."""
+
+    sum_t: str
+    sum_bytes: int
+    state_t: str
+    state_bytes: int
+    to_sum: str
+    key: str
+    code: str
+    to_state: str
+    carry_state: str
+    store_sum: str
+    store_state: str
+    store_code: str
+
+
+def _terms(dt: Dtype) -> _Terms:
+    """The C of terms of ``dt`` (its storage value is ``v``)."""
+    s = codegen.scalar(dt)
+    n = s.name
+    store_code = f"nxk_st_{n}(d, p, nxk_of_code_{n}(c));"
+    if dt.is_float:
+        wide = "double" if dt is D.float64 else "float"
+        suffix = "f64" if dt is D.float64 else "f32"
+        key = (f"(nxk_i64)(nxk_key_{n}(v) ^ 0x8000000000000000ull)" if dt is D.float64
+               else f"(nxk_i64)nxk_key_{n}(v)")
+        return _Terms(
+            sum_t=wide, sum_bytes=8 if dt is D.float64 else 4, state_t=wide,
+            state_bytes=8 if dt is D.float64 else 4,
+            to_sum=f"return nxk_val_{n}(v);",
+            key=f"if (nxk_isnan_{n}(v)) return is_max ? NXK_I64_MAX : NXK_I64_MIN; return {key};",
+            code=f"return nxk_code_{n}(v);",
+            to_state=f"return nxk_val_{n}(v);",
+            # The carry is in the carrier: float32 for the narrow floats.
+            carry_state=f"return nxk_ld_{suffix}(c, p);",
+            store_sum="nxk_store_float(code, d, p, (double)v);",
+            store_state="nxk_store_float(code, d, p, (double)v);",
+            store_code=store_code,
+        )
+    carrier = codegen.scalar(D.carrier(dt))
+    if dt.is_int:
+        signed = dt.kind is Kind.SIGNED
+        state = "nxk_i64" if signed else "nxk_u64"
+        return _Terms(
+            sum_t="nxk_u64", sum_bytes=8, state_t=state, state_bytes=8,
+            to_sum=f"return (nxk_u64)({state})v;",
+            key="return (nxk_i64)v;" if signed else "return (nxk_i64)((nxk_u64)v ^ 0x8000000000000000ull);",
+            code=f"return nxk_code_{n}(v);",
+            to_state=f"return ({state})v;",
+            carry_state=f"return ({state})nxk_ld_{carrier.name}(c, p);",
+            store_sum=f"nxk_st_{n}(d, p, nxk_of_code_{n}(v));",
+            store_state=f"nxk_st_{n}(d, p, nxk_of_code_{n}((nxk_u64)v));",
+            store_code=store_code,
+        )
+    return _Terms(
+        sum_t="nxk_u64", sum_bytes=8, state_t="nxk_u32", state_bytes=4,
+        to_sum="return (nxk_u64)(v != 0);",
+        key="return (nxk_i64)(v != 0);",
+        code="return (nxk_u64)(v != 0);",
+        to_state="return (nxk_u32)(v != 0);",
+        carry_state=f"return (nxk_u32)(nxk_ld_{carrier.name}(c, p) != 0);",
+        store_sum=f"nxk_st_{n}(d, p, (nxk_u8)(v != 0));",
+        store_state=f"nxk_st_{n}(d, p, (nxk_u8)v);",
+        store_code=store_code,
+    )
+
+
+# --------------------------------------------------------------------------
+# The source
+# --------------------------------------------------------------------------
+
+# Slots: eval, the program; nin, its operands; T, the term's storage type;
+# out, the output the terms are; coords, loads, outs, args: the term's
+# evaluation (as in elementwise.TEMPLATE); the per-dtype bodies of _Terms;
+# aparams, the operand pointer parameters a<i>; ains, the lines filling
+# NxkIn from them. Internal variables: rowpos[a], array a's position at the
+# row's first term (kept walk: operands, then the two destinations, or a
+# scan's destination and carry); pos[a], the offset of term t (reduced
+# walk: operands, then a scan's destination).
+_TEMPLATE: Final = string.Template("""\
+#include "nxk_scalar.cuh"
+#include "nxk_loop.cuh"
+#include "nxk_reduce.cuh"
+
+${eval}
+#define NIN ${nin}
+typedef ${T} NxkT;
+typedef ${sum_t} NxkSum;
+typedef ${state_t} NxkState;
+
+__device__ __forceinline__ NxkSum nxk_to_sum(NxkT v) { ${to_sum} }
+__device__ __forceinline__ nxk_i64 nxk_key(NxkT v, int is_max) { ${key} }
+__device__ __forceinline__ nxk_u64 nxk_code(NxkT v) { ${code} }
+__device__ __forceinline__ NxkState nxk_to_state(NxkT v) { ${to_state} }
+__device__ __forceinline__ NxkState nxk_carry_state(const char* c, nxk_i64 p) { ${carry_state} }
+__device__ __forceinline__ void nxk_store_sum(int code, char* d, nxk_i64 p, NxkSum v) { ${store_sum} }
+__device__ __forceinline__ void nxk_store_state(int code, char* d, nxk_i64 p, NxkState v) { ${store_state} }
+__device__ __forceinline__ void nxk_store_code(char* d, nxk_i64 p, nxk_u64 c) { ${store_code} }
+
+struct NxkIn {
+    const char* a[NIN];
+};
+
+// A Coord index: entry (source, div, ext, reversed), source 0 the row's
+// linear index, 1 the term's.
+__device__ __forceinline__ nxk_i64 nxk_rcoord(const nxk_i64* c, nxk_i64 row, nxk_i64 t) {
+    const nxk_i64 v = nxk_coord(c[0] == 0 ? row : t, c[1], c[2]);
+    return c[3] ? c[2] - 1 - v : v;
+}
+
+// Term t of the row whose kept positions are rowpos: output ${out} there.
+template <int NW>
+__device__ __forceinline__ NxkT nxk_term(const NxkIn& in, const nxk_i64* __restrict__ red,
+                                         const nxk_i64* __restrict__ coords, const nxk_i64* rowpos,
+                                         nxk_i64 row, nxk_i64 t) {
+    nxk_i64 pos[NW];
+    nxk_walk<NW>(red, t, pos);
+${coords}
+${loads}
+${outs}
+    nxk_eval(${args});
+    return o${out};
+}
+
+struct NxkSumSrc {
+    typedef NxkSum Acc;
+    NxkIn in;
+    const nxk_i64* red;
+    const nxk_i64* coords;
+    const nxk_i64* rowpos;
+    nxk_i64 row;
+    int mul;
+    __device__ Acc start() const { return mul ? (Acc)1 : (Acc)0; }
+    __device__ Acc term(nxk_i64 t) const {
+        return nxk_to_sum(nxk_term<NIN>(in, red, coords, rowpos, row, t));
+    }
+    __device__ Acc combine(Acc a, Acc b) const { return mul ? a * b : a + b; }
+    __device__ Acc shfl_down(Acc v, int d) const { return __shfl_down_sync(NXK_FULL_MASK, v, d, NXK_LANES); }
+};
+
+struct NxkExtSrc {
+    typedef NxkExt Acc;
+    NxkIn in;
+    const nxk_i64* red;
+    const nxk_i64* coords;
+    const nxk_i64* rowpos;
+    nxk_i64 row;
+    int is_max;
+    __device__ Acc start() const {
+        Acc a;
+        a.key = is_max ? NXK_I64_MIN : NXK_I64_MAX;
+        a.pos = NXK_I64_MAX;
+        a.code = 0ull;
+        return a;
+    }
+    __device__ Acc term(nxk_i64 t) const {
+        const NxkT v = nxk_term<NIN>(in, red, coords, rowpos, row, t);
+        Acc a;
+        a.key = nxk_key(v, is_max);
+        a.pos = t;
+        a.code = nxk_code(v);
+        return a;
+    }
+    __device__ Acc combine(Acc a, Acc b) const { return nxk_ext_combine(is_max, a, b); }
+    __device__ Acc shfl_down(Acc v, int d) const {
+        Acc o;
+        o.key = __shfl_down_sync(NXK_FULL_MASK, v.key, d, NXK_LANES);
+        o.pos = __shfl_down_sync(NXK_FULL_MASK, v.pos, d, NXK_LANES);
+        o.code = __shfl_down_sync(NXK_FULL_MASK, v.code, d, NXK_LANES);
+        return o;
+    }
+};
+
+typedef NxkStateOp<NxkState> NxkScanOp;
+
+// ---- reduce: Sum and Prod in lane order --------------------------------------
+
+extern "C" __global__ void __launch_bounds__(256)
+nxk_red_sum(const nxk_i64* __restrict__ kept, const nxk_i64* __restrict__ red,
+            const nxk_i64* __restrict__ coords, nxk_i64 n, nxk_i64 groups,
+            nxk_i64 group_chunks, int mul, int dst_code, char* partial, char* d0,
+            nxk_i64 blocks, ${aparams})
+{
+    for (nxk_i64 b = blockIdx.x; b < blocks; b += gridDim.x) {
+        const nxk_i64 row = b / groups;
+        const nxk_i64 g = b % groups;
+        nxk_i64 rowpos[NIN + 2];
+        nxk_walk<NIN + 2>(kept, row, rowpos);
+        NxkSumSrc src;
+${ains}
+        src.red = red;
+        src.coords = coords;
+        src.rowpos = rowpos;
+        src.row = row;
+        src.mul = mul;
+        const nxk_i64 chunks = (n + NXK_LANE_BLOCK - 1) / NXK_LANE_BLOCK;
+        const nxk_i64 c0 = g * group_chunks;
+        const nxk_i64 c1 = c0 + group_chunks < chunks ? c0 + group_chunks : chunks;
+        NxkSum r;
+        nxk_lane_group(src, n, c0, c1, &r);
+        if (threadIdx.x == 0) {
+            if (groups == 1) nxk_store_sum(dst_code, d0, rowpos[NIN], r);
+            else reinterpret_cast<NxkSum*>(partial)[b] = r;
+        }
+        __syncthreads();  // shared memory is reused by the next block index
+    }
+}
+
+// ---- reduce: Max, Min and Arg -------------------------------------------------
+
+extern "C" __global__ void __launch_bounds__(256)
+nxk_red_ext(const nxk_i64* __restrict__ kept, const nxk_i64* __restrict__ red,
+            const nxk_i64* __restrict__ coords, nxk_i64 n, nxk_i64 groups,
+            nxk_i64 group_chunks, int is_max, int arg, char* partial, char* d0,
+            char* d1, nxk_i64 blocks, ${aparams})
+{
+    for (nxk_i64 b = blockIdx.x; b < blocks; b += gridDim.x) {
+        const nxk_i64 row = b / groups;
+        const nxk_i64 g = b % groups;
+        nxk_i64 rowpos[NIN + 2];
+        nxk_walk<NIN + 2>(kept, row, rowpos);
+        NxkExtSrc src;
+${ains}
+        src.red = red;
+        src.coords = coords;
+        src.rowpos = rowpos;
+        src.row = row;
+        src.is_max = is_max;
+        const nxk_i64 chunks = (n + NXK_LANE_BLOCK - 1) / NXK_LANE_BLOCK;
+        const nxk_i64 c0 = g * group_chunks;
+        const nxk_i64 c1 = c0 + group_chunks < chunks ? c0 + group_chunks : chunks;
+        NxkExt r;
+        nxk_lane_group(src, n, c0, c1, &r);
+        if (threadIdx.x == 0) {
+            if (groups == 1) {
+                nxk_store_code(d0, rowpos[NIN], r.code);
+                if (arg) nxk_st_i64(d1, rowpos[NIN + 1], r.pos);
+            } else {
+                reinterpret_cast<NxkExt*>(partial)[b] = r;
+            }
+        }
+        __syncthreads();  // shared memory is reused by the next block index
+    }
+}
+
+// ---- scan: the odd/even network ----------------------------------------------
+
+// The full chunks' totals: block (row, k), k < nfull.
+extern "C" __global__ void __launch_bounds__(1024)
+nxk_scan_totals(const nxk_i64* __restrict__ kept, const nxk_i64* __restrict__ red,
+                const nxk_i64* __restrict__ coords, nxk_i64 m, int has_carry,
+                nxk_i64 nfull, int csize, int op, char* totals, const char* carry,
+                nxk_i64 blocks, ${aparams})
+{
+    for (nxk_i64 b = blockIdx.x; b < blocks; b += gridDim.x) {
+        const nxk_i64 row = b / nfull;
+        const nxk_i64 k = b % nfull;
+        nxk_i64 rowpos[NIN + 2];
+        nxk_walk<NIN + 2>(kept, row, rowpos);
+        NxkIn in;
+${iins}
+        NxkScanOp sop;
+        sop.op = op;
+        NxkState* a = reinterpret_cast<NxkState*>(nxk_dynamic_shared);
+        const nxk_i64 s0 = k * csize;
+        for (int j = (int)threadIdx.x; j < csize; j += (int)blockDim.x) {
+            const nxk_i64 s = s0 + j;
+            a[j] = (has_carry && s == 0)
+                       ? nxk_carry_state(carry, rowpos[NIN + 1])
+                       : nxk_to_state(nxk_term<NIN + 1>(in, red, coords, rowpos, row, s - has_carry));
+        }
+        __syncthreads();
+        nxk_upsweep(sop, a, csize);
+        if (threadIdx.x == 0) reinterpret_cast<NxkState*>(totals)[row * nfull + k] = a[csize - 1];
+        __syncthreads();  // shared memory is reused by the next block index
+    }
+}
+
+// The results of chunk k of each row, after the scanned totals `scanned`
+// (row-major, nfull a row) of the chunks before it: block (row, k), k < q.
+extern "C" __global__ void __launch_bounds__(1024)
+nxk_scan_chunks(const nxk_i64* __restrict__ kept, const nxk_i64* __restrict__ red,
+                const nxk_i64* __restrict__ coords, nxk_i64 m, int has_carry,
+                nxk_i64 q, nxk_i64 nfull, int csize, int op, const char* scanned,
+                int dst_code, char* d0, const char* carry, nxk_i64 blocks,
+                ${aparams})
+{
+    for (nxk_i64 b = blockIdx.x; b < blocks; b += gridDim.x) {
+        const nxk_i64 row = b / q;
+        const nxk_i64 k = b % q;
+        nxk_i64 rowpos[NIN + 2];
+        nxk_walk<NIN + 2>(kept, row, rowpos);
+        NxkIn in;
+${iins}
+        NxkScanOp sop;
+        sop.op = op;
+        NxkState* a = reinterpret_cast<NxkState*>(nxk_dynamic_shared);
+        const nxk_i64 s0 = k * csize;
+        const int len = (int)(m - s0 < csize ? m - s0 : csize);
+        for (int j = (int)threadIdx.x; j < len; j += (int)blockDim.x) {
+            const nxk_i64 s = s0 + j;
+            a[j] = (has_carry && s == 0)
+                       ? nxk_carry_state(carry, rowpos[NIN + 1])
+                       : nxk_to_state(nxk_term<NIN + 1>(in, red, coords, rowpos, row, s - has_carry));
+        }
+        __syncthreads();
+        nxk_upsweep(sop, a, len);
+        const bool full = len == csize;
+        const NxkState* sc = reinterpret_cast<const NxkState*>(scanned);
+        const NxkState before = k > 0 ? sc[row * nfull + k - 1] : NxkState();
+        nxk_downsweep(sop, a, len, full ? csize / 2 : nxk_floor_pow2(len), k > 0, before);
+        if (full && k > 0 && threadIdx.x == 0) a[csize - 1] = sc[row * nfull + k];
+        __syncthreads();
+        for (int j = (int)threadIdx.x; j < len; j += (int)blockDim.x) {
+            const nxk_i64 s = s0 + j;
+            if (s < has_carry) continue;
+            nxk_i64 pos[NIN + 1];
+            nxk_walk<NIN + 1>(red, s - has_carry, pos);
+            nxk_store_state(dst_code, d0, rowpos[NIN] + pos[NIN], a[j]);
+        }
+        __syncthreads();  // shared memory is reused by the next block index
+    }
+}
+""")
+
+
+def reductions_code(prog: Prog, output: int) -> str:
+    """The CUDA source of the reduce and scan kernels of ``prog``'s output
+    ``output`` (pure)."""
+    dt = prog.out_dtypes[output]
+    t = _terms(dt)
+    axes = codegen.coord_axes(prog)
+    coords = [f"    const nxk_i64 k{a} = nxk_rcoord(coords + {4 * j}, row, t);" for j, a in enumerate(axes)]
+    loads = [f"    const {codegen.scalar(d).ctype} in{i} = "
+             f"{codegen.load_expr(d, f'in.a[{i}]', f'rowpos[{i}] + pos[{i}]')};"
+             for i, d in enumerate(prog.ins)]
+    outs = [f"    {codegen.scalar(d).ctype} o{k};" for k, d in enumerate(prog.out_dtypes)]
+    args = ([f"in{i}" for i in range(prog.n_ins)] + [f"k{a}" for a in axes]
+            + [f"&o{k}" for k in range(prog.n_outs)])
+    nin = prog.n_ins
+    return render(
+        _TEMPLATE, eval=codegen.eval_code(prog), nin=str(nin), T=codegen.scalar(dt).ctype,
+        sum_t=t.sum_t, state_t=t.state_t, to_sum=t.to_sum, key=t.key, code=t.code, to_state=t.to_state,
+        carry_state=t.carry_state, store_sum=t.store_sum, store_state=t.store_state,
+        store_code=t.store_code, out=str(output), coords="\n".join(coords), loads="\n".join(loads),
+        outs="\n".join(outs), args=", ".join(args),
+        aparams=", ".join(f"const char* a{i}" for i in range(nin)),
+        ains="\n".join(f"        src.in.a[{i}] = a{i};" for i in range(nin)),
+        iins="\n".join(f"        in.a[{i}] = a{i};" for i in range(nin)),
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def reductions_source(prog: Prog, output: int) -> Source:
+    """The reductions source of ``prog``'s output ``output`` (cached)."""
+    return Source("reductions.cu", reductions_code(prog, output), KERNELS)
+
+
+def term_program(prog: Prog, output: int) -> tuple[Prog, int, tuple[int, ...]]:
+    """The program, output and operands (indices into the call's) whose terms
+    are output ``output`` of ``prog``: the one-node program of the operand's
+    dtype where the output is an operand or its Copy, else ``prog`` itself."""
+    node = prog.nodes[prog.outs[output]]
+    if isinstance(node, Op1) and node.kind is Convert.COPY:
+        node = prog.nodes[node.x]
+    if isinstance(node, In):
+        return Prog([prog.ins[node.index]], [In(0)], [0]), 0, (node.index,)
+    return prog, output, tuple(range(prog.n_ins))
+
+
+# --------------------------------------------------------------------------
+# Plans
+# --------------------------------------------------------------------------
+
+#: Blocks a reduction aims at, over all rows.
+_TARGET_BLOCKS: Final = 2048
+#: The largest chunk of a scan, in states (a power of two).
+MAX_SCAN_CHUNK: Final = 1024
+
+
+def _pow2_at_least(v: int) -> int:
+    return 1 << max(0, (v - 1).bit_length())
+
+
+#: The most chunks a block combines (its chunk values wait in shared memory).
+MAX_GROUP: Final = 1024
+
+
+def lane_plan(rows: int, n: int, threads: int | None = None, group_chunks: int | None = None
+              ) -> tuple[int, int, int]:
+    """(threads, chunks a group, groups a row) of a lane-order reduction of
+    ``rows`` rows of ``n`` terms: groups of a power of two of chunks, at most
+    :data:`MAX_GROUP`, about :data:`_TARGET_BLOCKS` blocks in all. Any choice
+    gives the same bits (tests pass their own)."""
+    chunks = -(-n // 1024)
+    if group_chunks is None:
+        want = max(1, -(-_TARGET_BLOCKS // max(rows, 1)))
+        group_chunks = min(MAX_GROUP, _pow2_at_least(max(1, -(-chunks // want))))
+    if group_chunks < 1 or group_chunks & (group_chunks - 1) or group_chunks > MAX_GROUP:
+        raise ValueError(f"lane_plan: {group_chunks} chunks a group is not a power of two in"
+                         f" [1, {MAX_GROUP}]")
+    if threads is None:
+        threads = max(32, min(256, 16 * _pow2_at_least(max(1, min(group_chunks, chunks)))))
+    if threads < 32 or threads & (threads - 1) or threads > 256:  # the kernels' launch bounds
+        raise ValueError(f"lane_plan: {threads} threads is not a power of two in [32, 256]")
+    return threads, group_chunks, max(1, -(-chunks // group_chunks))
+
+
+def scan_chunk(m: int, chunk: int | None = None) -> int:
+    """The chunk size (a power of two, twice the block size) of a scan of rows
+    of ``m`` states; any choice gives the same bits (tests pass their own)."""
+    if chunk is not None:
+        if chunk < 2 or chunk & (chunk - 1) or chunk > 2048:
+            raise ValueError(f"scan_chunk: {chunk} is not a power of two in [2, 2048]")
+        return chunk
+    return min(MAX_SCAN_CHUNK, max(64, _pow2_at_least(m)))
+
+
+# --------------------------------------------------------------------------
+# Launching
+# --------------------------------------------------------------------------
+
+
+#: Blocks of a launch whose blocks stride over their work, at most (CUDA's
+#: grid limit is 2^31 - 1).
+MAX_GRID: Final = 1 << 20
+
+
+def _grid(blocks: int) -> int:
+    """The grid of a block-striding launch over ``blocks`` block indices."""
+    return max(1, min(blocks, MAX_GRID))
+
+
+def _axes_parts(a: Array, axes: Sequence[int]) -> list[int]:
+    return [a.layout.strides[x] for x in axes]
+
+
+def _reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Reduction, result: Dtype,
+                operands: Sequence[Array], axes: Sequence[int], dsts: Sequence[Array],
+                threads: int | None, group_chunks: int | None) -> None:
+    """Queue one reduction of output ``output`` into ``dsts`` (1 or 2)."""
+    tprog, tout, ins = term_program(prog, output)
+    arrays = [operands[i] for i in ins]
+    loop = operands[0].shape
+    rank = len(loop)
+    kept = [a for a in range(rank) if a not in axes]
+    kept_shape = [loop[a] for a in kept]
+    red_shape = [loop[a] for a in axes]
+    rows, n = math.prod(kept_shape), math.prod(red_shape)
+    if rows == 0:
+        return
+    d0 = dsts[0]
+    d1 = dsts[1] if len(dsts) > 1 else dsts[0]
+    kept_walk = loops.coalesce(kept_shape, [(a.layout.offset, _axes_parts(a, kept)) for a in arrays]
+                               + [(d.layout.offset, d.layout.strides) for d in (d0, d1)])
+    red_walk = loops.coalesce(red_shape, [(0, _axes_parts(a, axes)) for a in arrays])
+    coords: list[int] = []
+    for axis in codegen.coord_axes(tprog):
+        along = rank - 1 - axis
+        if along in kept:
+            j = kept.index(along)
+            coords += [0, math.prod(kept_shape[j + 1:]), kept_shape[j], 0]
+        else:
+            j = list(axes).index(along)
+            coords += [1, math.prod(red_shape[j + 1:]), red_shape[j], 0]
+    wk, wr = loops.walk_words(kept_walk), loops.walk_words(red_walk)
+    desc = loops.upload(dev, wk + wr + coords)
+    kept_p, red_p = desc, desc + 8 * len(wk)
+    coords_p = red_p + 8 * len(wr)
+    module = dev.load(reductions_source(tprog, tout))
+    tb, g_chunks, groups = lane_plan(rows, n, threads, group_chunks)
+    bases = [loops.base(dev, a) for a in arrays]
+    p0, p1 = loops.base(dev, d0), loops.base(dev, d1)
+    ext = not (red is S.Monoid.SUM or red is S.Monoid.PROD)
+    t = _terms(tprog.out_dtypes[tout])
+    acc_bytes = 24 if ext else t.sum_bytes
+    partial_buf, partial = loops.scratch(dev, rows * groups * acc_bytes) if groups > 1 else (None, p0)
+    grid = rows * groups
+    shared = max(1, min(g_chunks, -(-n // 1024))) * acc_bytes  # the group's chunk values
+    finish_blocks = (loops.blocks_for(rows),), (loops.THREADS,)
+    if groups > 1:
+        # The finishing pass walks the results alone.
+        out_walk = loops.upload(dev, loops.walk_words(loops.coalesce(
+            kept_shape, [(d.layout.offset, d.layout.strides) for d in (d0, d1)])))
+    if ext:
+        is_max = np.int32(red is S.Monoid.MAX or (isinstance(red, S.Arg) and red.extreme is S.Extreme.MAX))
+        arg = np.int32(isinstance(red, S.Arg))
+        module.function("nxk_red_ext")((_grid(grid),), (tb,), [
+            kept_p, red_p, coords_p, np.int64(n), np.int64(groups), np.int64(g_chunks), is_max, arg,
+            partial, p0, p1, np.int64(grid), *bases], shared_bytes=shared)
+        if groups > 1:
+            dev.load(arrays_source()).function("nxk_ext_finish")(*finish_blocks, [
+                out_walk, np.int64(rows), np.int64(groups), is_max, arg, np.int32(result.code), partial, p0,
+                p1])
+    else:
+        mul = np.int32(red is S.Monoid.PROD)
+        code = np.int32(result.code)
+        module.function("nxk_red_sum")((_grid(grid),), (tb,), [
+            kept_p, red_p, coords_p, np.int64(n), np.int64(groups), np.int64(g_chunks), mul, code,
+            partial, p0, np.int64(grid), *bases], shared_bytes=shared)
+        if groups > 1:
+            dev.load(arrays_source()).function(f"nxk_sum_finish<{t.sum_t}>")(*finish_blocks, [
+                out_walk, np.int64(rows), np.int64(groups), mul, code, partial, p0])
+    del partial_buf  # queued work holds no reference: the stream orders its reuse
+
+
+def _scan_states(dev: CudaRig, terms: _Terms, rows: int, m: int, chunk: int, op: int, src: Pointer,
+                 keep: list[object]) -> Pointer:
+    """Scan ``rows`` rows of ``m`` states in memory at ``src`` (row-major) by
+    the network into a fresh buffer; its address (buffers kept in ``keep``)."""
+    module = dev.load(arrays_source())
+    state_bytes = terms.state_bytes
+    out_buf, out = loops.scratch(dev, rows * m * state_bytes)
+    keep.append(out_buf)
+    q, nfull = -(-m // chunk), m // chunk
+    scanned = out
+    if q > 1:
+        tot_buf, totals = loops.scratch(dev, rows * nfull * state_bytes)
+        keep.append(tot_buf)
+        module.function(f"nxk_scan_totals_arr<{terms.state_t}>")((_grid(rows * nfull),), (chunk // 2,), [
+            np.int64(m), np.int64(nfull), np.int32(chunk), np.int32(op), src, totals, np.int64(rows * nfull)],
+            shared_bytes=chunk * state_bytes)
+        scanned = _scan_states(dev, terms, rows, nfull, chunk, op, totals, keep)
+    module.function(f"nxk_scan_chunks_arr<{terms.state_t}>")((_grid(rows * q),), (chunk // 2,), [
+        np.int64(m), np.int64(q), np.int64(nfull), np.int32(chunk), np.int32(op), src, scanned, out,
+        np.int64(rows * q)], shared_bytes=chunk * state_bytes)
+    return out
+
+
+def _scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array],
+          chunk: int | None) -> None:
+    """Queue the scan of ``spec`` into ``dsts``."""
+    carry = operands[0] if spec.carry else None
+    ops = operands[1:] if spec.carry else operands
+    tprog, tout, ins = term_program(spec.prog, spec.output)
+    arrays = [ops[i] for i in ins]
+    loop = ops[0].shape
+    rank, axis = len(loop), spec.axis
+    n = loop[axis]
+    kept = [a for a in range(rank) if a != axis]
+    kept_shape = [loop[a] for a in kept]
+    rows = math.prod(kept_shape)
+    if rows == 0 or n == 0:
+        return
+    d0 = dsts[0]
+
+    def split(a: Array) -> tuple[tuple[int, list[int]], int]:
+        """(kept offset and strides, axis stride), reversed where asked."""
+        stride = a.layout.strides[axis]
+        off = a.layout.offset
+        if spec.reverse:
+            off += (n - 1) * stride
+            stride = -stride
+        return (off, _axes_parts(a, kept)), stride
+
+    parts = [split(a) for a in (*arrays, d0)]
+    kept_parts: list[tuple[int, Sequence[int]]] = [p for p, _ in parts]
+    kept_parts.append((carry.layout.offset, carry.layout.strides) if carry is not None
+                      else (0, [0] * len(kept)))
+    kept_walk = loops.coalesce(kept_shape, kept_parts)
+    red_walk = loops.coalesce([n], [(0, [s]) for _, s in parts])
+    coords: list[int] = []
+    for ax in codegen.coord_axes(tprog):
+        along = rank - 1 - ax
+        if along == axis:
+            coords += [1, 1, n, int(spec.reverse)]
+        else:
+            j = kept.index(along)
+            coords += [0, math.prod(kept_shape[j + 1:]), kept_shape[j], 0]
+    wk, wr = loops.walk_words(kept_walk), loops.walk_words(red_walk)
+    desc = loops.upload(dev, wk + wr + coords)
+    kept_p, red_p = desc, desc + 8 * len(wk)
+    coords_p = red_p + 8 * len(wr)
+    module = dev.load(reductions_source(tprog, tout))
+    t = _terms(tprog.out_dtypes[tout])
+    has_carry = int(carry is not None)
+    m = n + has_carry
+    c = scan_chunk(m, chunk)
+    q, nfull = -(-m // c), m // c
+    op = _OPS[spec.reduction]  # type: ignore[index]
+    bases = [loops.base(dev, a) for a in arrays]
+    p0 = loops.base(dev, d0)
+    pc = loops.base(dev, carry) if carry is not None else p0
+    keep: list[object] = []
+    scanned = p0
+    shared = c * t.state_bytes
+    if q > 1:
+        tot_buf, totals = loops.scratch(dev, rows * nfull * t.state_bytes)
+        keep.append(tot_buf)
+        module.function("nxk_scan_totals")((_grid(rows * nfull),), (c // 2,), [
+            kept_p, red_p, coords_p, np.int64(m), np.int32(has_carry), np.int64(nfull), np.int32(c),
+            np.int32(op), totals, pc, np.int64(rows * nfull), *bases], shared_bytes=shared)
+        scanned = _scan_states(dev, t, rows, nfull, c, op, totals, keep)
+    module.function("nxk_scan_chunks")((_grid(rows * q),), (c // 2,), [
+        kept_p, red_p, coords_p, np.int64(m), np.int32(has_carry), np.int64(q), np.int64(nfull),
+        np.int32(c), np.int32(op), scanned, np.int32(spec.dtype.code), p0, pc, np.int64(rows * q), *bases],
+        shared_bytes=shared)
+    del keep  # queued work holds no reference: the stream orders the buffers' reuse
+
+
+# --------------------------------------------------------------------------
+# The kernels
+# --------------------------------------------------------------------------
+
+
+def _reduce_decline(spec: S.Reduce) -> str | None:
+    for r, _, _ in spec.reductions:
+        if isinstance(r, S.Logsumexp | S.Moments):
+            return f"nx.cuda computes no {type(r).__name__} reduction"
+    return _program_decline(spec.prog, spec.loads)
+
+
+def _scan_decline(spec: S.Scan) -> str | None:
+    if not isinstance(spec.reduction, S.Monoid):
+        return f"nx.cuda computes Sum, Prod, Max and Min scans only, not {type(spec.reduction).__name__}"
+    return _program_decline(spec.prog, spec.loads)
+
+
+def declines_reduce(call: Call) -> str | None:
+    """Why reduce declines ``call``, or None where it computes it."""
+    spec = call.spec
+    assert isinstance(spec, S.Reduce)
+    return _reduce_decline(spec)
+
+
+def declines_scan(call: Call) -> str | None:
+    """Why scan declines ``call``, or None where it computes it."""
+    spec = call.spec
+    assert isinstance(spec, S.Scan)
+    return _scan_decline(spec)
+
+
+def _reduce_misfit(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+    if len(operands) != len(spec.loads) or len(dsts) != spec.n_results() or not operands:
+        return Answer.BAD_ARITY
+    found = SH.reduce_refusal(spec.prog, loop_rank(spec.loads, operands), spec.reductions,
+                              [d.dtype for d in dsts], [a.dtype for a in operands], spec.loads)
+    if found is not None:
+        return found[0]
+    want = SH.reduce(spec, [a.shape for a in operands])
+    if isinstance(want, SH.Error) or any(d.shape != w for d, w in zip(dsts, want, strict=True)):
+        return Answer.SHAPE_MISMATCH
+    return None
+
+
+def _scan_misfit(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+    if (len(operands) != spec.n_operands() or len(dsts) != spec.n_results()
+            or len(operands) == spec.carry):
+        return Answer.BAD_ARITY
+    loads_ops = operands[spec.carry:]
+    found = SH.scan_refusal(spec.prog, loop_rank(spec.loads, loads_ops), spec.reduction, spec.output,
+                            [d.dtype for d in dsts], operands[0].dtype if spec.carry else None,
+                            [a.dtype for a in loads_ops], spec.loads)
+    if found is not None:
+        return found[0]
+    if dsts[0].dtype is not spec.dtype:
+        return Answer.WRONG_DTYPE
+    want = SH.scan(spec, [a.shape for a in operands])
+    if isinstance(want, SH.Error) or any(d.shape != w for d, w in zip(dsts, want, strict=True)):
+        return Answer.SHAPE_MISMATCH
+    return None
+
+
+def reduce(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array], *,
+           threads: int | None = None, group_chunks: int | None = None) -> Answer:
+    """``S.reduce``: each reduction of ``spec.reductions`` over ``spec.axes`` of
+    its program output, into the destinations in order. ``threads`` and
+    ``group_chunks`` choose the lane plan (:func:`lane_plan`; tests only)."""
+    misfit = _reduce_misfit(spec, dsts, operands)
+    if misfit is not None:
+        return misfit
+    dev = loops.cuda_device([*dsts, *operands])
+    if dev is None:
+        return Answer.WRONG_DEVICE
+    if _reduce_decline(spec) is not None:
+        return Answer.DECLINED
+    with door(dsts, operands, device=dev) as refusal:
+        if refusal is not None:
+            return refusal
+        at = 0
+        for red, k, dt in spec.reductions:
+            count = S.results(red)
+            _reduce_one(dev, spec.prog, k, red, dt, operands, spec.axes, dsts[at:at + count],
+                        threads, group_chunks)
+            at += count
+    return Answer.DONE
+
+
+def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array], *,
+         chunk: int | None = None) -> Answer:
+    """``S.scan``: the inclusive scan of ``spec.output`` along ``spec.axis`` (from
+    its end where ``reverse``), after the carry where given. ``chunk`` chooses
+    the states a block scans (:func:`scan_chunk`; tests only)."""
+    misfit = _scan_misfit(spec, dsts, operands)
+    if misfit is not None:
+        return misfit
+    dev = loops.cuda_device([*dsts, *operands])
+    if dev is None:
+        return Answer.WRONG_DEVICE
+    if _scan_decline(spec) is not None:
+        return Answer.DECLINED
+    with door(dsts, operands, device=dev) as refusal:
+        if refusal is not None:
+            return refusal
+        _scan(dev, spec, dsts, operands, chunk)
+    return Answer.DONE
+
+
+#: What reduce computes, in words.
+REDUCE_PROSE: Final = (
+    "Monoid Sum, Prod, Max and Min and Arg Max and Min of any program output of a real dtype over "
+    "Plain loads (one kernel per program output, the program fused into it; an output that is an "
+    "operand reads it directly): float Sum and Prod in lane order in the carrier (float32 for the "
+    "narrow floats), bit for bit the host library's and orders.lane_reduce's, each result rounded "
+    "once into its destination; integers wrap; Max, Min and Arg the first term with the extreme's "
+    "bits (the first NaN; booleans any and all). It declines Logsumexp and Moments, Padded loads "
+    "and programs with a complex dtype."
+)
+
+#: What scan computes, in words.
+SCAN_PROSE: Final = (
+    "Monoid Sum, Prod, Max and Min scans of any program output of a real dtype over Plain loads, "
+    "forward and reverse, with or without a carry (the carrier state before term 0): every one by "
+    "the odd/even network in the carrier (float Sum and Prod bit for bit the host library's; "
+    "integers wrap; Max and Min exact), the carry as state 0, each result rounded once into its "
+    "destination. It declines Arg, Logsumexp and Moments scans, Padded loads and programs with a "
+    "complex dtype."
+)
