@@ -1,15 +1,16 @@
-"""The ``nxkernel`` command: ``info``, ``check`` and ``bench``.
+"""The ``nxkernel`` command: ``info``, ``check``, ``bench`` and ``demo``.
 
 ``nxkernel info [--json]`` shows what discovery found: the plugins (loaded,
 failed with the reason, disabled), the libraries in the order the caller asks
 them, the devices, and each library's statement. ``nxkernel check LIBRARY``
 runs the conformance kit against one library under pytest. ``nxkernel bench``
-runs the benchmarks of a source checkout. ``python -m nxkernel_core`` is the
-same command.
+runs the benchmarks of a source checkout; ``nxkernel demo NAME [ARG…]`` runs
+its ``examples/NAME.py``. ``python -m nxkernel_core`` is the same command.
 
 Every command returns its exit status: 0 for success, 2 where it could not
 run (a plugin that ``NXKERNEL_PLUGINS`` names fails, an unknown library, no
-pytest, no benchmarks), else the status of pytest or the benchmarks.
+pytest, no benchmarks, no such example), else the status of pytest, the
+benchmarks or the example.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import sys
@@ -165,8 +167,38 @@ def _bench(args: argparse.Namespace) -> int:
         sys.path.insert(0, str(root))
     run = importlib.import_module("benchmarks.run")
     argv = [*args.libraries, *(["--quick"] if args.quick else []),
-            *(["--json", args.json] if args.json else [])]
+            *(["--json", args.json] if args.json else []),
+            *(["--plot", args.plot] if args.plot else [])]
     return int(run.main(argv))
+
+
+# --------------------------------------------------------------------------
+# demo
+# --------------------------------------------------------------------------
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """Run ``examples/NAME.py`` of the checkout: its ``main(argv)`` with the
+    arguments after NAME, returning its status."""
+    examples = _checkout() / "examples"
+    names = sorted(p.stem for p in examples.glob("*.py") if not p.stem.startswith("_"))
+    if not names:
+        return _fail("demo", f"no examples in {examples}: the examples come with a source"
+                     " checkout (git clone, then pip install -e '.[dev]')")
+    if args.name is None:
+        return _fail("demo", f"name an example: {', '.join(names)}")
+    if args.name not in names:
+        return _fail("demo", f"no example {args.name!r}; the examples are: {', '.join(names)}")
+    # Loaded by path: examples/ is not a package, and the example's own
+    # imports (safetensors, tokenizers) stay out of the command's.
+    name = f"_nxkernel_demo_{args.name}"
+    spec = importlib.util.spec_from_file_location(name, examples / f"{args.name}.py")
+    if spec is None or spec.loader is None:
+        return _fail("demo", f"cannot load {examples / args.name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return int(module.main(list(args.args)))
 
 
 # --------------------------------------------------------------------------
@@ -196,7 +228,15 @@ def _parser() -> argparse.ArgumentParser:
                        help="the libraries to run (default: all)")
     bench.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    bench.add_argument("--plot", metavar="FILE.png", help="also draw the ratios as a PNG")
     bench.set_defaults(run=_bench)
+    demo = commands.add_parser(
+        "demo", help="run an example (source checkout)",
+        description="Run examples/NAME.py of the source checkout with the arguments after"
+        " NAME, e.g. nxkernel demo minilm 'a sentence' 'another'.")
+    demo.add_argument("name", nargs="?", metavar="NAME", help="the example, e.g. minilm")
+    demo.add_argument("args", nargs=argparse.REMAINDER, metavar="ARG")
+    demo.set_defaults(run=_demo)
     return parser
 
 

