@@ -8,7 +8,7 @@ library can launch goes uncompiled.
 
 from __future__ import annotations
 
-from . import copy, lane_sum, moves, reductions
+from . import contraction, copy, lane_sum, moves, reductions
 from .build import Source
 
 __all__ = ["sources"]
@@ -18,4 +18,5 @@ def sources() -> tuple[Source, ...]:
     """The sources of every kernel family that are not generated per program
     (the map and reductions sources are: tests/cuda compiles those the tests
     draw for ``build.CI_ARCHES``)."""
-    return (lane_sum.source(), copy.source(), moves.source(), reductions.arrays_source())
+    return (lane_sum.source(), copy.source(), moves.source(), reductions.arrays_source(),
+            contraction.source())

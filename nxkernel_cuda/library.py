@@ -9,7 +9,9 @@ kernels live one family a module:
   output, in lane order and by the odd/even network (design.md §6), so Sum,
   Prod and scan results are the host library's bits;
 * :mod:`~nxkernel_cuda.moves`: gather, range gather, scatter (deterministic),
-  sort and top-k (stable), numbering, assemble.
+  sort and top-k (stable), numbering, assemble;
+* :mod:`~nxkernel_cuda.contraction`: contract on SIMT cores, each output a
+  chain in K order, so its bits are the same on every launch.
 
 Every kernel checks that the call fits (answering ``BAD_ARITY``,
 ``WRONG_DTYPE`` or ``SHAPE_MISMATCH`` otherwise, and ``WRONG_DEVICE`` for
@@ -18,8 +20,8 @@ declines, then claims its arrays through the door (a refusal there), all
 before any work; ``DONE`` means the work is queued on the device's stream
 (run to its end on ``cuda-emu``). The statement says what each kernel
 computes and declines (in words and as the predicate the conformance kit
-calls), the association of every sum, product and scan, e(K) (no contraction
-is computed: the contract's ceiling), the ulp bounds of the transcendental
+calls), the association of every sum, product and scan, e(K) (the
+contraction's, :mod:`~nxkernel_cuda.contraction`), the ulp bounds of the transcendental
 kinds, and that several threads may call the kernels at once. Its summary
 also says whether CUDA GPUs are usable in this process, and why not
 (:func:`~nxkernel_cuda.device.availability`).
@@ -32,9 +34,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, final
 
 from nxkernel_core.answer import Answer
-from nxkernel_core.kernel import KERNEL_NAMES, Call, KernelStatement, Statement, gamma, unit_roundoff
+from nxkernel_core.kernel import KERNEL_NAMES, Call, KernelStatement, Statement
 
-from . import elementwise, moves, reductions
+from . import contraction, elementwise, moves, reductions
 from .device import CudaRig, availability
 
 if TYPE_CHECKING:
@@ -51,6 +53,7 @@ _STATEMENTS: Final[dict[str, KernelStatement]] = {
     "map": KernelStatement(elementwise.PROSE, elementwise.declines),
     "reduce": KernelStatement(reductions.REDUCE_PROSE, reductions.declines_reduce),
     "scan": KernelStatement(reductions.SCAN_PROSE, reductions.declines_scan),
+    "contract": contraction.STATEMENT,
     **{k: KernelStatement(moves.PROSE[k], moves.declines)
        for k in ("gather", "range_gather", "scatter", "sort", "numbering", "assemble")},
 }
@@ -58,7 +61,6 @@ _STATEMENTS: Final[dict[str, KernelStatement]] = {
 #: Why the kernels it does not compute decline.
 _NOT_COMPUTED: Final[dict[str, str]] = {
     "fold": "nx.cuda computes no fold yet",
-    "contract": "nx.cuda computes no contraction yet (its tensor-core kernels come in a later change)",
     "fft": "nx.cuda computes no Fourier transform",
     "attention": "nx.cuda computes no attention yet",
     **{k: "nx.cuda computes no matrix routine"
@@ -97,7 +99,7 @@ ASSOCIATION: Final = {
         "D = max(0, 2⌈log₂(k + 1)⌉ − 1) combinations, k = i (i + 1 with a carry): a Sum within γ(D) Σ|x| "
         "(the carry counted among the x), a Prod within a relative γ(D), then rounded once into the "
         "destination. Integer, boolean, Max and Min scans are exact."),
-    "contract": "none: nx.cuda computes no contraction yet.",
+    "contract": contraction.ASSOCIATION,
     "attention": "none: nx.cuda computes no attention yet.",
 }
 
@@ -116,8 +118,7 @@ _ALGORITHMS: Final = {
 
 
 def _error_factor(k: int, dt: Dtype) -> float:
-    # It computes no contraction yet, so the contract's ceiling holds trivially.
-    return gamma(2 * k + 2, unit_roundoff(dt))
+    return contraction.error_factor(k, dt)
 
 
 def _statement() -> Statement:
@@ -128,8 +129,8 @@ def _statement() -> Statement:
         library=NAME,
         summary=(
             "CUDA C++ kernels (NVRTC cubins, CuPy RawModules) on cuda:N device memory, and the same kernels "
-            "on the CPU on cuda-emu:N (NXKERNEL_CUDA_EMULATE=1): map, reduce, scan and the moves; its Sum, "
-            f"Prod and scan bits are the host library's. {state}."
+            "on the CPU on cuda-emu:N (NXKERNEL_CUDA_EMULATE=1): map, reduce, scan, the moves and SIMT "
+            f"contractions; its Sum, Prod and scan bits are the host library's. {state}."
         ),
         computes=computes,
         association=ASSOCIATION,
@@ -181,7 +182,8 @@ class CudaLibrary:
     sort = staticmethod(moves.sort)
     numbering = staticmethod(moves.numbering)
     assemble = staticmethod(moves.assemble)
-    fold = contract = fft = cholesky = lu = qr = svd = eigh = eig = solve_triangular = attention = (
+    contract = staticmethod(contraction.contract)
+    fold = fft = cholesky = lu = qr = svd = eigh = eig = solve_triangular = attention = (
         staticmethod(_decline))
 
 

@@ -58,7 +58,7 @@ def test_the_statement_keeps_the_protocol_and_states_the_orders() -> None:
         assert key in st.association
     assert "lane order" in st.association["reduce Sum"] and "odd/even" in st.association["scan"]
     for dt in (D.float32, D.float64):
-        assert st.error_factor(100, dt) == gamma(202, unit_roundoff(dt))  # no contraction: the ceiling
+        assert st.error_factor(100, dt) == gamma(101, unit_roundoff(dt)) <= gamma(202, unit_roundoff(dt))
     assert "1 ulp" in st.algorithms["transcendental kinds"]
 
 
