@@ -1,7 +1,8 @@
 """The host library: kernels for host memory, assembled from its families.
 
-It computes on the host and on memory devices (``rig.memory_device``). Each kernel family lives in its own module and
-exports a ``FAMILY`` (see ``family``); this module ties them into the object
+It computes on the host and on memory devices (``rig.memory_device``). Each
+kernel family lives in its own module and exports a ``FAMILY`` (see
+``family``); this module ties them into the object
 the ``host`` entry point returns, with one statement for the whole library.
 A kernel no family computes declines every case, and the statement says so.
 """

@@ -122,7 +122,8 @@ def test_a_named_plugin_that_does_not_exist_raises_with_the_names(
 ) -> None:
     install(GOOD_BROKEN_OTHER)
     monkeypatch.setenv("NXKERNEL_PLUGINS", "goood")
-    with pytest.raises(PluginError, match=r"'goood'.*did you mean 'good'.*the plugins are broken, .*good, .*other"):
+    with pytest.raises(PluginError,
+                       match=r"'goood'.*did you mean 'good'.*the plugins are broken, .*good, .*other"):
         discover(refresh=True)
 
 
