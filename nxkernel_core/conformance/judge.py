@@ -1,0 +1,144 @@
+"""Judging float results against exact references: the contract's bounds.
+
+Shared by the laws of reductions, scans, folds, scatters and contractions:
+``loop_outputs`` evaluates a program over its loaded operands (the terms),
+``check_sums`` holds float and complex sums to γ(n − 1)·Σ|x| in the carrier
+plus the rounding into the destination, ``check_products`` products to a
+relative γ(n − 1) (complex: normwise γ(2n − 2)), and ``states_order`` reads
+whether a library's statement names an order the kit can reproduce bit for
+bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .. import dtype as D
+from .. import oracle as O
+from .. import reference
+from .. import spec as S
+from ..array import Array
+from ..dtype import Dtype
+from ..kernel import Statement, gamma, unit_roundoff
+from ..prog import Prog, element
+from .harness import Arr, fail
+
+__all__ = [
+    "carrier_u",
+    "check_products",
+    "check_sums",
+    "loop_outputs",
+    "signalling_in",
+    "states_order",
+]
+
+
+def loop_outputs(prog: Prog, loads: Sequence[S.Load], arrays: Sequence[Array], vals: Sequence[Arr],
+                 loop: tuple[int, ...]) -> list[Arr]:
+    """The program's outputs at every index of the loop, its operands read by
+    their loads (``reference.evaluate`` of ``oracle.pad``-ded elements)."""
+    loaded = [O.pad(v, a.dtype, ld.fill, ld.pad) if isinstance(ld, S.Padded) else v
+              for v, a, ld in zip(vals, arrays, loads, strict=True)]
+    return reference.evaluate(prog, loaded, loop)
+
+
+def signalling_in(arrays: Sequence[Array], vals: Sequence[Arr], loads: Sequence[S.Load] = ()) -> bool:
+    """Whether any operand element (or a Padded load's fill) is a signalling NaN."""
+    if any(O.is_signalling(a.dtype, v).any() for a, v in zip(arrays, vals, strict=True)):
+        return True
+    return any(isinstance(ld, S.Padded) and O.is_signalling(a.dtype, element(a.dtype, ld.fill)).any()
+               for a, ld in zip(arrays, loads, strict=False))
+
+
+def carrier_u(term: Dtype) -> float:
+    """The unit roundoff of the carrier a float or complex term is summed in."""
+    return unit_roundoff(D.carrier(term))
+
+
+def _carrier_max(term: Dtype) -> float:
+    part = D.carrier(term)
+    if part.is_complex:
+        part = D.float64 if part is D.complex128 else D.float32
+    fmt = part.float_format
+    assert fmt is not None
+    return fmt.max_finite
+
+
+def check_sums(term: Dtype, dst: Dtype, got: Arr, rows: Arr, what: str,
+               depth: Arr | int | None = None) -> None:
+    """A float or complex sum of each row ``[..., n]`` of terms of ``term``
+    (float64 or complex128 values) lies within γ(k)·Σ|x| of the exact sum,
+    k = n − 1 (or ``depth``: the combinations each result passes through), u
+    the carrier's, then rounds once into ``dst``; a NaN exactly where a term
+    is one or infinities of both signs meet. Rows whose Σ|x| overflows the
+    carrier are judged only on NaN terms (the contract bars overflow)."""
+    u = carrier_u(term)
+    parts = [(rows.real, got.real if dst.is_complex else got), (rows.imag, got.imag)] \
+        if term.is_complex else [(rows, got)]
+    part_dst = (D.float64 if dst is D.complex128 else D.float32) if dst.is_complex else dst
+    n = rows.shape[-1]
+    k = np.broadcast_to(np.asarray(max(n - 1, 0) if depth is None else depth), rows.shape[:-1])
+    top = _carrier_max(term)
+    for p, (x, r) in enumerate(parts):
+        exact, absum = O.exact_sums(np.asarray(x, dtype=np.float64))
+        with np.errstate(all="ignore"):
+            ku = k * u
+            g = np.where(ku < 1, ku / (1 - ku), np.inf)
+            bound = np.where(absum > 0, g * absum, 0.0)
+        nan_term = np.isnan(np.asarray(x, dtype=np.float64)).any(axis=-1)
+        judged = (absum < top) | nan_term | np.isinf(exact)
+        ok = O.within(part_dst, np.asarray(r), exact, bound) | ~judged
+        if not ok.all():
+            i = tuple(int(t) for t in np.argwhere(~ok)[0])
+            side = ["", "real part of "][p] if term.is_complex and p == 0 else (
+                "imaginary part of " if term.is_complex else "")
+            raise fail(f"{what}: the {side}sum at {list(i)} is {np.asarray(r)[i]!r} ({dst.name}); the "
+                       f"exact sum of its {n} terms is {exact[i]!r}, Σ|x| = {absum[i]!r}, bound "
+                       f"γ({int(k[i])})·Σ|x| = {bound[i]!r} in u = {u!r} (contract: 'a float sum of n "
+                       "terms ... is within γ(n - 1) Σ|x| of the exact sum')")
+
+
+def check_products(term: Dtype, dst: Dtype, got: Arr, rows: Arr, what: str) -> None:
+    """A float product of each row lies within a relative γ(n − 1) of the exact
+    product (a complex one within a normwise relative γ(2n − 2)), then rounds
+    once into ``dst``; rows whose partial products may leave the carrier's
+    normal range are not judged (the contract bars overflow and underflow)."""
+    u = carrier_u(term)
+    n = rows.shape[-1]
+    exact = O.exact_products(rows)
+    mag = np.abs(rows)
+    fmt_part = D.carrier(term)
+    part = (D.float64 if fmt_part is D.complex128 else D.float32) if fmt_part.is_complex else fmt_part
+    fmt = part.float_format
+    assert fmt is not None
+    with np.errstate(all="ignore"):
+        logs = np.log2(np.where(mag > 0, mag, 1.0))
+        up = np.where(logs > 0, logs, 0).sum(axis=-1)
+        down = np.where(logs < 0, logs, 0).sum(axis=-1)
+    safe = ((up < math.log2(fmt.max_finite) - 2) & (down > fmt.min_exponent + 2)
+            & np.isfinite(mag).all(axis=-1))
+    if term.is_complex:
+        g = gamma(max(2 * n - 2, 0), u)
+        ud = unit_roundoff(dst)
+        err = np.abs(np.asarray(got, dtype=np.complex128) - exact)
+        bound = (g * (1 + ud) + ud * math.sqrt(2)) * np.abs(exact) * (1 + 2.0**-40) + 5e-324
+        ok = (err <= bound) | ~safe
+    else:
+        g = gamma(max(n - 1, 0), u)
+        bound = g * np.abs(exact)
+        ok = O.within(dst, got, exact, bound) | ~safe
+    if not ok.all():
+        i = tuple(int(t) for t in np.argwhere(~ok)[0])
+        raise fail(f"{what}: the product at {list(i)} is {np.asarray(got)[i]!r} ({dst.name}); the exact "
+                   f"product of its {n} terms is {exact[i]!r} (contract: 'a float product within a "
+                   "relative γ(n - 1)'; 'A complex product is within a normwise relative γ(2n - 2)')")
+
+
+def states_order(statement: Statement, topic: str, order: str) -> bool:
+    """Whether the statement's association for ``topic`` (a key containing it,
+    e.g. "reduce Sum", "scan") names ``order`` ("lane order", "odd/even")."""
+    return any(topic.lower() in key.lower() and order.lower() in text.lower()
+               for key, text in statement.association.items())
