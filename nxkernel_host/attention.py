@@ -636,8 +636,9 @@ class _Head:
         another) its first ``tail`` keys alone; zeros on hidden pages."""
         page, d = pool.shape[2], pool.shape[3] if wanted else 0
         n = entries.shape[0]
-        if not wanted:
-            return np.zeros((n * page, 0), dt)
+        if not wanted or d == 0:
+            # Nothing to read: an empty head dimension has no element to gather.
+            return np.zeros((n * page, d if wanted else 0), dt)
         if n == whole and valid.all():
             # Every page valid and whole: one gather, no zeros to write first
             # (a fresh buffer's pages are faulted in once, by the gather).

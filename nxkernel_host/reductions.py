@@ -932,8 +932,9 @@ ASSOCIATION: Final = {
         "network along the axis in scan order, with the carry, where given, as state 0 "
         "(result i is then the network's result i + 1). Result i passes through at most "
         "D = max(0, 2⌈log₂(k + 1)⌉ − 1) combinations, k = i (i + 1 with a carry): a Sum "
-        "within γ(D) Σ|x| (the carry counted among the x), a Prod within a relative γ(D) "
-        "(complex: normwise γ(2D)), in the carrier, then rounded once into the destination. "
+        "within γ(D) Σ|x| (the carry counted among the x); a Prod, each of whose "
+        "multiplications reaches the whole product, within a relative γ(k) (complex: "
+        "normwise γ(2k)), in the carrier, then rounded once into the destination. "
         "Integer, boolean, Max, Min and Arg scans are exact."),
     "fold": (
         "each output is +0 plus the x elements its index is read from, added left to right "
