@@ -15,13 +15,12 @@ depend on thread counts; NumPy's routines use OpenBLAS's own threads.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import scipy.fft
 
+from benchmarks.timing import row as _row
 from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.array import Array
@@ -30,29 +29,6 @@ from nxkernel_host.fourier import FAMILY as FOURIER
 from nxkernel_host.matrices import FAMILY as MATRICES
 
 LIBRARY = "host"
-
-
-def _medians(ours: Callable[[], object], ref: Callable[[], object], repeats: int
-             ) -> tuple[float, float]:
-    """Median seconds of each, after one warm-up call each, run alternately."""
-    ours()
-    ref()
-    a, b = [], []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        ours()
-        a.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        ref()
-        b.append(time.perf_counter() - t)
-    return float(np.median(a)), float(np.median(b))
-
-
-def _row(name: str, size: int, dtype: str, ours: Callable[[], object],
-         ref: Callable[[], object], repeats: int) -> dict[str, Any]:
-    ours_s, ref_s = _medians(ours, ref, repeats)
-    return {"name": name, "size": size, "dtype": dtype, "ours_s": ours_s, "numpy_s": ref_s,
-            "ratio": ref_s / ours_s}
 
 
 def _contract_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
@@ -159,10 +135,3 @@ def run(quick: bool) -> list[dict[str, Any]]:
     return [*_contract_rows(quick, repeats), *_fft_rows(quick, repeats),
             *_matrix_rows(quick, repeats)]
 
-
-if __name__ == "__main__":
-    import sys
-
-    for r in run("--quick" in sys.argv):
-        print(f"{r['name']:<52} {r['size']:>8} {r['dtype']:<14} ours {r['ours_s'] * 1e3:9.3f} ms"
-              f"  ref {r['numpy_s'] * 1e3:9.3f} ms  ratio {r['ratio']:.2f}")

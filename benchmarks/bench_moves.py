@@ -8,41 +8,17 @@ one process; times are medians. ``ratio`` is NumPy's time over ours.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from benchmarks.timing import row as _row
 from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.array import Array
 from nxkernel_host.moves import FAMILY
 
 LIBRARY = "host"
-
-
-def _medians(ours: Callable[[], object], numpy: Callable[[], object], repeats: int
-             ) -> tuple[float, float]:
-    """Median seconds of each, after one warm-up call each, run alternately."""
-    ours()
-    numpy()
-    a, b = [], []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        ours()
-        a.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        numpy()
-        b.append(time.perf_counter() - t)
-    return float(np.median(a)), float(np.median(b))
-
-
-def _row(name: str, size: int, dtype: str, ours: Callable[[], object],
-         numpy: Callable[[], object], repeats: int) -> dict[str, Any]:
-    ours_s, numpy_s = _medians(ours, numpy, repeats)
-    return {"name": name, "size": size, "dtype": dtype, "ours_s": ours_s, "numpy_s": numpy_s,
-            "ratio": numpy_s / ours_s}
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
