@@ -29,6 +29,7 @@ of CUDA: :func:`open_devices` opens what it can and records the rest.
 
 from __future__ import annotations
 
+import abc
 import functools
 import os
 import threading
@@ -135,7 +136,7 @@ def _text(v: object) -> str:
 # --------------------------------------------------------------------------
 
 
-class CudaRig(Rig):
+class CudaRig(Rig, metaclass=abc.ABCMeta):
     """A device the CUDA library computes on: loads sources as modules.
 
     ``arch`` is the architecture its kernels are built for (and, emulated, the
@@ -163,16 +164,18 @@ class CudaRig(Rig):
                 module = self._modules.setdefault(source.key, module)
         return module
 
+    @abc.abstractmethod
     def _load(self, source: Source) -> Module:
-        raise NotImplementedError
+        """``source`` built and loaded on this device (the GPU's cubin or the
+        emulator's shared object)."""
 
+    @abc.abstractmethod
     def pointer(self, buffer: Buffer) -> Pointer:
         """The device address of ``buffer``'s first byte."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def synchronize(self) -> None:
         """Wait until the work queued on the device is done."""
-        raise NotImplementedError
 
 
 class EmuDevice(CudaRig):
