@@ -618,6 +618,28 @@ def _network(kind: int, states: Arr) -> Arr:
     return out
 
 
+def _network_scan(red: S.Reduction, term: Dtype) -> bool:
+    """Whether the scan combines states by the odd/even network (float and
+    complex Sum and Prod, Logsumexp, Moments), so that which NaN operand an
+    addition meets first depends on the extent scanned."""
+    if isinstance(red, (S.Logsumexp, S.Moments)):
+        return True
+    return red in (S.Monoid.SUM, S.Monoid.PROD) and (term.is_float or term.is_complex)
+
+
+def _canonical_nans(v: Arr) -> None:
+    """Set every NaN (each NaN part of a complex number) of float results ``v``
+    to the positive quiet NaN, in place. A NaN result's bits are otherwise the
+    hardware's choice among the NaNs it meets, which differs between a scan and
+    the scan of its prefix; the contract's prefix law is bit for bit."""
+    parts = v.view(v.real.dtype) if np.iscomplexobj(v) else v
+    if parts.dtype.kind != "f" and parts.dtype.kind != "V":
+        return
+    nan = np.isnan(parts)
+    if nan.any():
+        parts[nan] = np.nan
+
+
 def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr | None,
                out: Arr | None) -> list[Arr]:
     """The inclusive scans of each row of ``rows`` (in scan order) after
@@ -772,6 +794,9 @@ def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
         direct = (first.reshape(rows.shape) if first is not None and not spec.reverse
                   and spec.axis == len(loop) - 1 else None)
         results = _scan_rows(spec.reduction, term, spec.dtype, rows, carry, direct)
+        if _network_scan(spec.reduction, term):
+            for v in results:
+                _canonical_nans(v)
         for dst, v in zip(dsts, results, strict=True):
             if direct is not None and v is direct:
                 continue
