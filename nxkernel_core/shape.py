@@ -44,6 +44,7 @@ __all__ = [
     "carry",
     "cholesky",
     "contract",
+    "contract_refusal",
     "eig",
     "eigh",
     "fft",
@@ -797,3 +798,30 @@ def attention_refusal(prog: Prog, q: Dtype, rank: int, o: Dtype, acc: Dtype,
         found = (Answer.WRONG_DTYPE,
                  f"output 1 is {prog.out_dtypes[1].name}, the accumulator {acc.name}")
     return found or _rank(prog, rank, load_specs, least=3)
+
+
+def contract_refusal(spec: S.Contract, dsts: Sequence[Sequence[int]],
+                     shapes: Sequence[Sequence[int]], dtypes: Sequence[Dtype]) -> Answer | None:
+    """The refusal of a ``contract`` call whose destinations have shapes
+    ``dsts`` and whose operands have ``shapes`` and ``dtypes``, in this order:
+
+    - BAD_ARITY: not one destination, or not the spec's operand count;
+    - SHAPE_MISMATCH: operand shapes ``contract`` answers an Error for, or a
+      destination not of the result's shape;
+    - WRONG_DTYPE: an Exponent scale that is not uint8, segment ids not int64.
+    """
+    if len(dsts) != 1 or len(shapes) != spec.n_operands():
+        return Answer.BAD_ARITY
+    result = contract(spec, shapes)
+    if isinstance(result, Error) or result[0] != tuple(dsts[0]):
+        return Answer.SHAPE_MISMATCH
+    rest = list(dtypes[2 + spec.init:])
+    for kind in spec.scales:
+        if kind is None:
+            continue
+        if kind is S.ScaleKind.EXPONENT and rest[0] is not D.uint8:
+            return Answer.WRONG_DTYPE
+        rest.pop(0)
+    if spec.segments is not None and rest[0] is not D.int64:
+        return Answer.WRONG_DTYPE
+    return None

@@ -149,23 +149,9 @@ def error_factor(k: int, acc: Dtype) -> float:
 
 
 def _misfit(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit: counts, shapes, the scales' and
-    ids' dtypes."""
-    if len(dsts) != 1 or len(operands) != spec.n_operands():
-        return Answer.BAD_ARITY
-    shapes = SH.contract(spec, [o.shape for o in operands])
-    if isinstance(shapes, SH.Error) or shapes[0] != dsts[0].shape:
-        return Answer.SHAPE_MISMATCH
-    rest = list(operands[2 + spec.init:])
-    for kind in spec.scales:
-        if kind is None:
-            continue
-        scale = rest.pop(0)
-        if kind is S.ScaleKind.EXPONENT and scale.dtype is not D.uint8:
-            return Answer.WRONG_DTYPE
-    if spec.segments is not None and rest[0].dtype is not D.int64:
-        return Answer.WRONG_DTYPE
-    return None
+    """The refusal of a call that does not fit (``shape.contract_refusal``)."""
+    return SH.contract_refusal(spec, [d.shape for d in dsts], [o.shape for o in operands],
+                               [o.dtype for o in operands])
 
 
 def _parts(x: Array, axes: Sequence[int]) -> tuple[int, list[int]]:

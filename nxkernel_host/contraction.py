@@ -470,24 +470,14 @@ def _finish(products: NDArray, init: NDArray | None, empty: NDArray | None, acc:
 
 
 def _misfit(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit: counts, layout, shapes, dtypes."""
+    """The refusal of a call that does not fit: counts, then a destination that
+    is not C-contiguous, then ``shape.contract_refusal``'s shapes and dtypes."""
     if len(dsts) != 1 or len(operands) != spec.n_operands():
         return Answer.BAD_ARITY
     if not dsts[0].layout.is_contiguous():
         return Answer.BAD_LAYOUT
-    shapes = Shape.contract(spec, [o.shape for o in operands])
-    if isinstance(shapes, Shape.Error) or shapes[0] != dsts[0].shape:
-        return Answer.SHAPE_MISMATCH
-    rest = list(operands[2 + spec.init:])
-    for kind in spec.scales:
-        if kind is None:
-            continue
-        scale = rest.pop(0)
-        if kind is S.ScaleKind.EXPONENT and scale.dtype is not D.uint8:
-            return Answer.WRONG_DTYPE
-    if spec.segments is not None and rest[0].dtype is not D.int64:
-        return Answer.WRONG_DTYPE
-    return None
+    return Shape.contract_refusal(spec, [dsts[0].shape], [o.shape for o in operands],
+                                  [o.dtype for o in operands])
 
 
 def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:

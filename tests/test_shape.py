@@ -554,3 +554,19 @@ def test_attention_refusal_program_shape() -> None:
     not_bool = b.finish(m, s + m)
     got = SH.attention_refusal(not_bool, f32, 3, f32, f32, [f32], [P])
     assert got == (Answer.WRONG_DTYPE, "output 0 is float32, not bool")
+
+
+def test_contract_refusal_counts_shapes_then_dtypes() -> None:
+    plain = S.Contract(((0, 0),), ((2, 1),), D.float32)
+    shapes = [(2, 3, 4), (2, 4, 5)]
+    f32 = [D.float32, D.float32]
+    assert SH.contract_refusal(plain, [(2, 3, 5)], shapes, f32) is None
+    assert SH.contract_refusal(plain, [], shapes, f32) is Answer.BAD_ARITY
+    assert SH.contract_refusal(plain, [(2, 3, 5)], shapes[:1], f32[:1]) is Answer.BAD_ARITY
+    assert SH.contract_refusal(plain, [(2, 5, 3)], shapes, f32) is Answer.SHAPE_MISMATCH
+    assert SH.contract_refusal(plain, [(2, 3, 5)], [(2, 3, 4), (2, 3, 5)], f32) \
+        is Answer.SHAPE_MISMATCH
+    scaled = S.Contract((), ((1, 0),), D.float32, scales=(S.ScaleKind.EXPONENT, None))
+    ops = [(2, 4), (4, 3), (2, 1)]
+    assert SH.contract_refusal(scaled, [(2, 3)], ops, [D.float32] * 2 + [D.uint8]) is None
+    assert SH.contract_refusal(scaled, [(2, 3)], ops, [D.float32] * 3) is Answer.WRONG_DTYPE
