@@ -18,5 +18,10 @@ def sources() -> tuple[Source, ...]:
     """The sources of every kernel family that are not generated per program
     (the map and reductions sources are: tests/cuda compiles those the tests
     draw for ``build.CI_ARCHES``)."""
-    return (lane_sum.source(), copy.source(), moves.source(), reductions.arrays_source(),
-            contraction.source())
+    return (
+        lane_sum.source(),
+        copy.source(),
+        moves.source(),
+        reductions.arrays_source(),
+        contraction.source(),
+    )

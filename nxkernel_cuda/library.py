@@ -63,8 +63,13 @@ _NOT_COMPUTED: Final[dict[str, str]] = {
     "fold": "nx.cuda computes no fold yet",
     "fft": "nx.cuda computes no Fourier transform",
     "attention": "nx.cuda computes no attention yet",
-    **{k: "nx.cuda computes no matrix routine"
-       for k in ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")},
+    "cholesky": "nx.cuda computes no matrix routine",
+    "lu": "nx.cuda computes no matrix routine",
+    "qr": "nx.cuda computes no matrix routine",
+    "svd": "nx.cuda computes no matrix routine",
+    "eigh": "nx.cuda computes no matrix routine",
+    "eig": "nx.cuda computes no matrix routine",
+    "solve_triangular": "nx.cuda computes no matrix routine",
 }
 
 
@@ -183,8 +188,16 @@ class CudaLibrary:
     numbering = staticmethod(moves.numbering)
     assemble = staticmethod(moves.assemble)
     contract = staticmethod(contraction.contract)
-    fold = fft = cholesky = lu = qr = svd = eigh = eig = solve_triangular = attention = (
-        staticmethod(_decline))
+    fold = staticmethod(_decline)
+    fft = staticmethod(_decline)
+    attention = staticmethod(_decline)
+    cholesky = staticmethod(_decline)
+    lu = staticmethod(_decline)
+    qr = staticmethod(_decline)
+    svd = staticmethod(_decline)
+    eigh = staticmethod(_decline)
+    eig = staticmethod(_decline)
+    solve_triangular = staticmethod(_decline)
 
 
 #: The library the plugin brings.
