@@ -142,7 +142,8 @@ def test_scan_exact(subject: Subject, data: Data) -> None:
         f"{' from a carry' if carry is not None else ''}"
     assert_bits(dt, out.results[0], _unrows(want, axis, reverse), what, any_nan=_unrows(nan, axis, reverse),
                 truth=True)
-    check_nan_rule(dt, out.results[0], signalling_in([x], [xv]), what)
+    operands, values = ([x], [xv]) if carry is None or cv is None else ([x, carry], [xv, cv])
+    check_nan_rule(dt, out.results[0], signalling_in(operands, values), what)
     if pos is not None and not reverse:
         assert_bits(D.int64, out.results[1], _unrows(pos, axis, reverse), f"{what}: positions")
 
