@@ -22,7 +22,6 @@ load reads from it, tap by tap in C order, from +0.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -41,7 +40,7 @@ from nxkernel_core.kernel import Call, KernelStatement
 from nxkernel_core.prog import Convert, In, Op1, Prog
 
 from . import lanes as L
-from . import views
+from . import program, views
 from .family import Family
 from .loads import load
 
@@ -69,21 +68,6 @@ def _copied_input(prog: Prog, output: int) -> int | None:
     if isinstance(node, Op1) and node.kind is Convert.COPY:
         node = prog.nodes[node.x]
     return node.index if isinstance(node, In) else None
-
-
-@functools.cache
-def _programs() -> bool:
-    """Whether the host's program evaluator (``nxkernel_host.program``) exists."""
-    return importlib.util.find_spec(f"{__package__}.program") is not None
-
-
-def _program_missing(prog: Prog, outputs: Sequence[int]) -> str | None:
-    """Why outputs ``outputs`` cannot be computed here: one is not a copy of an
-    operand while this host lacks its program evaluator; else None."""
-    if _programs() or all(_copied_input(prog, k) is not None for k in outputs):
-        return None
-    return ("an output that is not a copy of an operand needs nxkernel_host.program, "
-            "which this installation lacks")
 
 
 def _loop(loads: Sequence[S.Load], operands: Sequence[Array]) -> tuple[int, ...] | None:
@@ -121,7 +105,6 @@ class _Outputs:
             # Any other load of a copy: the load itself, no evaluation.
             return load(a, self._loads[i], self._loop)
         if self._evaluated is None:
-            program = importlib.import_module(f"{__package__}.program")
             inputs = [load(a, ld, self._loop)
                       for a, ld in zip(self._operands, self._loads, strict=True)]
             outs = [np.empty(self._loop, dt.numpy_dtype) for dt in self._prog.out_dtypes]
@@ -558,18 +541,12 @@ def _reduce_misfit_of(spec: S.Reduce, dsts: tuple[tuple[Dtype, tuple[int, ...]],
     return None
 
 
-def _reduce_declines(spec: S.Reduce) -> str | None:
-    return _program_missing(spec.prog, [k for _, k, _ in spec.reductions])
-
-
 def reduce(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
     """``S.reduce``: each reduction of ``spec.reductions`` over ``spec.axes`` of
     its program output, into the destinations in order."""
     misfit = _reduce_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
-    if _reduce_declines(spec) is not None:
-        return Answer.DECLINED
     with door(dsts, operands, need_host=True) as refusal:
         if refusal is not None:
             return refusal
@@ -758,18 +735,12 @@ def _scan_misfit_of(spec: S.Scan, dsts: tuple[tuple[Dtype, tuple[int, ...]], ...
     return None
 
 
-def _scan_declines(spec: S.Scan) -> str | None:
-    return _program_missing(spec.prog, [spec.output])
-
-
 def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
     """``S.scan``: the inclusive scan of ``spec.output`` along ``spec.axis``
     (from its end where ``reverse``), after the carry where given."""
     misfit = _scan_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
-    if _scan_declines(spec) is not None:
-        return Answer.DECLINED
     with door(dsts, operands, need_host=True) as refusal:
         if refusal is not None:
             return refusal
@@ -902,8 +873,7 @@ _REDUCE_PROSE: Final = (
     "Monoid Sum and Prod (integers wrap in their carrier, float Sum and Prod in lane order), "
     "Max and Min (booleans any and all), Arg (the first position with the extreme's bits, "
     "the first NaN), Logsumexp and Moments (see algorithms); a NaN Max, Min or Arg result is "
-    "the first NaN term's bits. It declines an output that is not a copy of an operand only "
-    "where nxkernel_host.program is not installed.")
+    "the first NaN term's bits. It declines nothing.")
 
 _SCAN_PROSE: Final = (
     "every scan at every dtype its reduction accepts, forward and reverse, with or without a "
@@ -911,7 +881,7 @@ _SCAN_PROSE: Final = (
     "Moments states by the odd/even network with the carry as state 0, integer, boolean, "
     "Max, Min and Arg scans exactly. An Arg scan's position is the term's number in scan "
     "order (from the end of the axis where reverse), so a reverse scan's prefix law holds "
-    "for positions too. It declines as reduce does.")
+    "for positions too. It declines nothing.")
 
 _FOLD_PROSE: Final = (
     "every fold at every dtype Add takes: each element is +0 plus the x elements the padded "
@@ -919,16 +889,9 @@ _FOLD_PROSE: Final = (
     "once, integers wrapping. It declines bool and bit, which Add does not take.")
 
 
-def _declines_reduce(call: Call) -> str | None:
-    spec = call.spec
-    assert isinstance(spec, S.Reduce)
-    return _reduce_declines(spec)
-
-
-def _declines_scan(call: Call) -> str | None:
-    spec = call.spec
-    assert isinstance(spec, S.Scan)
-    return _scan_declines(spec)
+def _declines_nothing(call: Call) -> str | None:
+    """Host reductions and scans compute every call that fits."""
+    return None
 
 
 def _declines_fold(call: Call) -> str | None:
@@ -1010,8 +973,8 @@ ALGORITHMS: Final = {
 FAMILY: Final = Family(
     kernels={"reduce": reduce, "scan": scan, "fold": fold},
     statements={
-        "reduce": KernelStatement(_REDUCE_PROSE, _declines_reduce),
-        "scan": KernelStatement(_SCAN_PROSE, _declines_scan),
+        "reduce": KernelStatement(_REDUCE_PROSE, _declines_nothing),
+        "scan": KernelStatement(_SCAN_PROSE, _declines_nothing),
         "fold": KernelStatement(_FOLD_PROSE, _declines_fold),
     },
     association=ASSOCIATION,
