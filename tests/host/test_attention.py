@@ -27,7 +27,7 @@ from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.layout import Broadcast, Permute
 from nxkernel_core.prog import Builder, Prog, Value
 from nxkernel_host import attention as A
-from nxkernel_host import lanes
+from nxkernel_host import lanes, masks
 from nxkernel_host.attention import FAMILY
 from nxkernel_host.library import library
 
@@ -244,14 +244,14 @@ def test_fast_and_general_paths_give_the_same_bits() -> None:
 
 def test_the_band_analysis() -> None:
     acc = D.float32
-    assert A._band(program(acc)) is not None
+    assert masks.band(program(acc)) is not None
     for mask in (causal(3), window(0, 4), prefix(2, 0)):
-        assert A._band(program(acc, mask)) is not None
-    assert A._band(program(acc, every_third)) is None
-    assert A._band(program(acc, causal_int32(0))) is None
+        assert masks.band(program(acc, mask)) is not None
+    assert masks.band(program(acc, every_third)) is None
+    assert masks.band(program(acc, causal_int32(0))) is None
     # A constant so large that the program's int64 arithmetic could wrap is
     # left to the general path.
-    band = A._band(program(acc, causal(1 << 61)))
+    band = masks.band(program(acc, causal(1 << 61)))
     assert band is not None and not band.exact_for(4, 4)
     q, k, v = data((1, 4, 3)), data((1, 6, 3)), data((1, 6, 2))
     for off in (1 << 61, (1 << 63) - 1):
