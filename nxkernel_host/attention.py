@@ -47,6 +47,7 @@ import numpy.typing as npt
 from numba import njit
 
 from nxkernel_core import dtype as D
+from nxkernel_core import masks
 from nxkernel_core import shape as SH
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -56,7 +57,7 @@ from nxkernel_core.kernel import Call, KernelStatement
 from nxkernel_core.prog import Const, Convert, Coord, In, Op1, Op2, Prog
 from nxkernel_core.spec import Attention, Dense, Paged
 
-from . import lanes, masks, program, views
+from . import lanes, program, views
 from .blas import pinned_blas
 from .family import Family
 from .loads import load

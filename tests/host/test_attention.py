@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from nxkernel_core import dtype as D
-from nxkernel_core import nx
+from nxkernel_core import masks, nx
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -27,7 +27,7 @@ from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.layout import Broadcast, Permute
 from nxkernel_core.prog import Builder, Prog, Value
 from nxkernel_host import attention as A
-from nxkernel_host import lanes, masks
+from nxkernel_host import lanes
 from nxkernel_host.attention import FAMILY
 from nxkernel_host.library import library
 
