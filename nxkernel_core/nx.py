@@ -175,7 +175,7 @@ def _loop_rank(sp: Any, operands: Sequence[Array]) -> int:
                 sp.loads[0], S.Padded) else shapes[0]
             return len(loaded) if not isinstance(loaded, Shape.Error) else len(shapes[0])
         case S.Attention():
-            return operands[0].rank + 1
+            return operands[0].rank
     return 0
 
 

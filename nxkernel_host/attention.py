@@ -231,7 +231,7 @@ def _misfit(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array]) -
         return Answer.SHAPE_MISMATCH
     n_kv = 3 if isinstance(spec.kv, Dense) else 4
     first = n_kv + spec.lengths
-    refusal = SH.attention_refusal(spec.prog, operands[0].dtype, operands[0].rank + 1,
+    refusal = SH.attention_refusal(spec.prog, operands[0].dtype, operands[0].rank,
                                    dsts[0].dtype, spec.acc,
                                    [a.dtype for a in operands[first:]], spec.loads)
     if refusal is not None:

@@ -658,3 +658,27 @@ def test_nx_attention_is_causal_from_the_last_key() -> None:
     o, lse = nx.attention(q, k, v, causal=True)
     ref = reference(q, k, v, float(np.float32(0.5)), mask_of(causal_np(3), (1,), 2, 5, 8))
     check(o.to_numpy(), lse.to_numpy(), ref, D.float32, D.float32, 0.5, 4)
+
+
+def test_the_loop_has_the_query_s_rank() -> None:
+    """The loop is [lead…; hq; tq; tk], of q's rank: a Padded load over that
+    rank reads the loop (here a bias padded by −∞ past its last key, the same
+    as the padded bias read Plain), and a Coord axis at the rank is refused."""
+    q, k, v = data((2, 4, 3), seed=1), data((2, 6, 3), seed=2), data((2, 6, 2), seed=3)
+    bias = data((2, 4, 4), seed=4)
+    prog = program(D.float32, None, lambda b, sc: sc + b.ins[1], [D.float32])
+    fill = np.float32(-np.inf).tobytes()
+    padded = S.Padded(fill, S.Pad((0, 0, 0), (0, 0, 2), (0, 0, 0)))
+    o, lse = run(S.Attention(prog, (padded,), 1.0, D.float32, S.Dense()), [q, k, v, bias], D.float32)
+    wide = np.concatenate([bias, np.full((2, 4, 2), -np.inf, np.float32)], axis=-1)
+    o2, lse2 = run(S.Attention(prog, (S.PLAIN,), 1.0, D.float32, S.Dense()), [q, k, v, wide], D.float32)
+    np.testing.assert_array_equal(o, o2)
+    np.testing.assert_array_equal(lse, lse2)
+    b = Prog.build([D.float32])
+    past = b.less(b.coord(3), b.const(D.int64, 1))
+    spec = S.Attention(b.finish(past, b.copy(b.ins[0])), (), 1.0, D.float32, S.Dense())
+    arrays = [Array.from_numpy(x) for x in (q, k, v)]
+    outs = [Array.empty(D.float32, (2, 4, 2)), Array.empty(D.float32, (2, 4))]
+    assert attention(spec, outs, arrays) is Answer.SHAPE_MISMATCH
+    with pytest.raises(ValueError, match="Coord"):
+        nx.call(spec, *arrays)
