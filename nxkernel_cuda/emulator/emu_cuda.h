@@ -219,8 +219,8 @@ struct State {
 #else
     void* sched_sp = nullptr;
 #endif
-    // The fibers' stacks: `stack_count` stacks of `stack_bytes`, each above a
-    // guard page, in one mapping of `map_bytes`.
+    // The fibers' stacks while a launch runs: `stack_count` stacks of
+    // `stack_bytes`, each above a guard page, in one mapping of `map_bytes`.
     unsigned char* stacks = nullptr;
     size_t map_bytes = 0, stack_bytes = 0;
     unsigned stack_count = 0;
@@ -228,6 +228,16 @@ struct State {
         if (stacks != nullptr) munmap(stacks, map_bytes);
     }
 };
+
+// Unmaps the fibers' stacks. Each guard page splits the mapping, so a block's
+// stacks take two of the process's vm.max_map_count mappings per thread; a
+// launch releases them when it ends, so the many loaded modules hold none.
+inline void release_stacks(State& s) {
+    if (s.stacks != nullptr) munmap(s.stacks, s.map_bytes);
+    s.stacks = nullptr;
+    s.map_bytes = 0;
+    s.stack_count = 0;
+}
 
 inline thread_local std::unique_ptr<State> tls_state;
 
@@ -504,7 +514,7 @@ inline size_t wanted_stack() {
 inline bool ensure_stacks(State& s, unsigned count, char* err, size_t errlen) {
     size_t want = wanted_stack();
     if (s.stacks != nullptr && s.stack_count >= count && s.stack_bytes == want) return true;
-    if (s.stacks != nullptr) munmap(s.stacks, s.map_bytes);
+    release_stacks(s);
     size_t ps = page_size(), each = want + ps;
     size_t total = each * count;
     void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -665,6 +675,7 @@ inline int run_grid(Body body, void* ctx, const unsigned* grid, const unsigned* 
             }
     fesetenv(&saved);
     s.current = nullptr;
+    release_stacks(s);
     if (status != 0) snprintf(err, errlen, "%s", s.message);
     return status;
 }
