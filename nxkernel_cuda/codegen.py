@@ -32,8 +32,17 @@ evaluator (``nxkernel_core.reference``) does, rounded once to the node's dtype:
   truncates and saturates, NaN to 0; a 64-bit integer into a format narrower
   than float32 rounds once through round-to-odd.
 
-Complex dtypes are not rendered (:func:`unsupported` says why); a library
-declines programs that have one.
+* Complex numbers (``kernels/nxk_complex.cuh``) are a pair of their part
+  dtype, real part first. Neg, Add and Sub are part by part (the NaN rule per
+  part); Mul is the textbook product, unfused, each product and sum rounded
+  to the part dtype; Fdiv and Recip are NumPy's complex128 division (Smith's)
+  in double, each part rounded once; a NaN part they make is canonical.
+  Maximum, Minimum and the comparisons order by the real part, then the
+  imaginary part, a number with a NaN part being a NaN. A complex number
+  casts part by part into another complex dtype, as its real part into a
+  float or an integer, and as "either part nonzero" into a boolean; a real
+  number casts into its part dtype, the imaginary part +0. So complex results
+  are the reference's bits on both devices.
 """
 
 from __future__ import annotations
@@ -70,9 +79,9 @@ __all__ = [
     "eval_code",
     "load_expr",
     "of_code_expr",
+    "padded_load_stmt",
     "scalar",
     "store_stmt",
-    "unsupported",
 ]
 
 
@@ -85,7 +94,8 @@ class Scalar:
     ``nxk_st_<name>``, ``nxk_code_<name>``, ...); ``ctype`` is its storage
     value's C type; ``wide`` the C type a float computes in (float32 for the
     narrow formats), or, for an integer, the signed and unsigned types it
-    computes in (``signed``, ``unsigned``).
+    computes in (``signed``, ``unsigned``); ``part`` a complex dtype's part
+    dtype.
     """
 
     dtype: Dtype
@@ -94,6 +104,7 @@ class Scalar:
     wide: str = ""
     signed: str = ""
     unsigned: str = ""
+    part: Dtype | None = None
 
     @property
     def narrow(self) -> bool:
@@ -106,7 +117,7 @@ def _int(dt: Dtype, name: str, ctype: str) -> Scalar:
     return Scalar(dt, name, ctype, signed=s, unsigned=u)
 
 
-#: Every dtype generated code holds, by dtype (complex ones are absent).
+#: Every dtype generated code holds, by dtype.
 SCALARS: Final[dict[Dtype, Scalar]] = {
     D.float64: Scalar(D.float64, "f64", "double", wide="double"),
     D.float32: Scalar(D.float32, "f32", "float", wide="float"),
@@ -127,21 +138,14 @@ SCALARS: Final[dict[Dtype, Scalar]] = {
     D.uint4: _int(D.uint4, "u4", "nxk_u8"),
     D.bool_: Scalar(D.bool_, "bool", "nxk_u8"),
     D.bit: Scalar(D.bit, "bit", "nxk_u8"),
+    D.complex128: Scalar(D.complex128, "c128", "NxkC128", part=D.float64),
+    D.complex64: Scalar(D.complex64, "c64", "NxkC64", part=D.float32),
 }
 
 
 def scalar(dt: Dtype) -> Scalar:
-    """The Scalar of ``dt``; ``KeyError`` for a complex dtype."""
+    """The Scalar of ``dt``."""
     return SCALARS[dt]
-
-
-def unsupported(prog: Prog) -> str | None:
-    """Why generated code cannot compute ``prog`` (a complex dtype in it), or None."""
-    dts = {*prog.ins, *(prog.dtype(i) for i in range(len(prog.nodes)))}
-    bad = sorted(dt.name for dt in dts if dt not in SCALARS)
-    if bad:
-        return f"the program holds {', '.join(bad)}, and complex dtypes are not generated"
-    return None
 
 
 # --------------------------------------------------------------------------
@@ -154,6 +158,20 @@ def load_expr(dt: Dtype, base: str, pos: str) -> str:
     return f"nxk_ld_{SCALARS[dt].name}({base}, {pos})"
 
 
+def padded_load_stmt(dt: Dtype, var: str, base: str, rank: int, desc: str, indices: Sequence[str]) -> str:
+    """The C statements declaring ``var``, the element a Padded load reads at
+    loop index ``indices`` (one or two walk indices, ``kernels/nxk_pad.cuh``)
+    from ``base``, an operand of rank ``rank`` whose descriptor is at
+    ``desc``: the operand's element where the index falls on one, else the
+    element whose bits are the fill's."""
+    i0, i1 = (indices[0], indices[1]) if len(indices) == 2 else (indices[0], "0")
+    at = f"{var}_at"
+    fill = load_expr(dt, f"(const char*)({desc} + 1)", "0")
+    return (f"nxk_i64 {at} = 0; const {SCALARS[dt].ctype} {var} = "
+            f"nxk_pad_at<{rank}, {len(indices)}>({desc}, {i0}, {i1}, &{at})"
+            f" ? {load_expr(dt, base, at)} : {fill};")
+
+
 def store_stmt(dt: Dtype, base: str, pos: str, value: str) -> str:
     """The C statement storing storage value ``value`` at ``pos`` of ``base``."""
     return f"nxk_st_{SCALARS[dt].name}({base}, {pos}, {value});"
@@ -161,13 +179,13 @@ def store_stmt(dt: Dtype, base: str, pos: str, value: str) -> str:
 
 def code_expr(dt: Dtype, value: str) -> str:
     """The bits of storage value ``value`` as an ``nxk_u64`` (a 4-bit code, a
-    bool's byte)."""
+    bool's byte; not of complex128, whose 128 bits no code holds)."""
     return f"nxk_code_{SCALARS[dt].name}({value})"
 
 
 def of_code_expr(dt: Dtype, code: str) -> str:
     """The storage value whose bits are ``code`` (an ``nxk_u64``), truncated to
-    the width (a 4-bit signed code sign-extended)."""
+    the width (a 4-bit signed code sign-extended; not of complex128)."""
     return f"nxk_of_code_{SCALARS[dt].name}({code})"
 
 
@@ -190,6 +208,14 @@ _COMPARE_C: Final[dict[Compare, str]] = {
     Compare.EQUAL: "==", Compare.NOT_EQUAL: "!=", Compare.LESS: "<", Compare.LESS_EQUAL: "<=",
 }
 _BITWISE_C: Final[dict[Binary, str]] = {Binary.AND: "&", Binary.OR: "|", Binary.XOR: "^"}
+_COMPLEX_C: Final[dict[Binary, str]] = {
+    Binary.ADD: "nxk_cadd", Binary.SUB: "nxk_csub", Binary.MUL: "nxk_cmul", Binary.FDIV: "nxk_cdiv",
+    Binary.MAXIMUM: "nxk_cmax", Binary.MINIMUM: "nxk_cmin",
+}
+_COMPLEX_COMPARE_C: Final[dict[Compare, str]] = {
+    Compare.EQUAL: "nxk_ceq({x}, {y})", Compare.NOT_EQUAL: "!nxk_ceq({x}, {y})",
+    Compare.LESS: "nxk_clt({x}, {y})", Compare.LESS_EQUAL: "nxk_cle({x}, {y})",
+}
 
 
 def _v(i: int) -> str:
@@ -244,6 +270,10 @@ class _Emitter:
         dt = self.dt(i)
         s = SCALARS[dt]
         vx = _v(x)
+        if dt.is_complex:
+            fn = {Unary.NEG: "nxk_cneg", Unary.RECIP: "nxk_crecip"}[kind]
+            self.emit(f"const {s.ctype} {_v(i)} = {fn}({vx});")
+            return
         if dt.is_float:
             if kind in (Unary.NEG, Unary.ABS):
                 code = code_expr(dt, vx)
@@ -303,6 +333,10 @@ class _Emitter:
         src = self.dt(x)
         s = SCALARS[src]
         vx, vy = _v(x), _v(y)
+        if src.is_complex:
+            fn = _COMPLEX_C[kind]
+            self.emit(f"const {s.ctype} {_v(i)} = {fn}({vx}, {vy});")
+            return
         if kind in (Binary.MAXIMUM, Binary.MINIMUM):
             self.extreme(i, kind, src, vx, vy)
             return
@@ -375,6 +409,9 @@ class _Emitter:
     def compare(self, i: int, kind: Compare, x: int, y: int) -> None:
         src = self.dt(x)
         vx, vy = _v(x), _v(y)
+        if src.is_complex:
+            self.emit(f"const nxk_u8 {_v(i)} = (nxk_u8)({_COMPLEX_COMPARE_C[kind].format(x=vx, y=vy)});")
+            return
         if src.is_float:
             a, b = _wide(src, vx), _wide(src, vy)
         elif src.is_bool:
@@ -400,11 +437,16 @@ class _Emitter:
     # ---- conversions ----------------------------------------------------------
 
     def cast(self, i: int, x: int) -> None:
-        src, dst = self.dt(x), self.dt(i)
+        self.cast_value(self.dt(x), self.dt(i), _v(x), _v(i))
+
+    def cast_value(self, src: Dtype, dst: Dtype, vx: str, out: str) -> None:
+        """Declare ``out``, the storage value ``vx`` of ``src`` cast into ``dst``."""
         ss, sd = SCALARS[src], SCALARS[dst]
-        vx, out = _v(x), _v(i)
         if src is dst:
             self.emit(f"const {sd.ctype} {out} = {vx};")
+            return
+        if src.is_complex or dst.is_complex:
+            self.complex_cast(src, dst, vx, out)
             return
         if src.is_float:
             value = vx if src is D.float64 else f"(double){_wide(src, vx)}"
@@ -463,8 +505,37 @@ class _Emitter:
             enc = f"(nxk_u8){truth}"
         self.emit(f"const {sd.ctype} {out} = {enc};")
 
+    def complex_cast(self, src: Dtype, dst: Dtype, vx: str, out: str) -> None:
+        """A cast from or into a complex dtype (not both the same): part by
+        part between complex dtypes, the real part into a float or an integer,
+        either part's truth into a boolean, a real number into the real part
+        (the imaginary part +0)."""
+        sd = SCALARS[dst]
+        if src.is_complex:
+            part = SCALARS[src].part
+            assert part is not None
+            if dst.is_bool:
+                self.emit(f"const nxk_u8 {out} = (nxk_u8)({vx}.re != 0 || {vx}.im != 0);")
+            elif dst.is_complex:
+                dpart = sd.part
+                assert dpart is not None
+                self.cast_value(part, dpart, f"{vx}.re", f"{out}_re")
+                self.cast_value(part, dpart, f"{vx}.im", f"{out}_im")
+                self.emit(f"const {sd.ctype} {out} = nxk_cpx({out}_re, {out}_im);")
+            else:
+                self.cast_value(part, dst, f"{vx}.re", out)
+            return
+        dpart = sd.part
+        assert dpart is not None
+        self.cast_value(src, dpart, vx, f"{out}_re")
+        zero = "0.0" if dpart is D.float64 else "0.0f"
+        self.emit(f"const {sd.ctype} {out} = nxk_cpx({out}_re, {zero});")
+
     def bitcast(self, i: int, x: int) -> None:
         src, dst = self.dt(x), self.dt(i)
+        if src is dst:
+            self.emit(f"const {SCALARS[dst].ctype} {_v(i)} = {_v(x)};")
+            return
         self.emit(f"const {SCALARS[dst].ctype} {_v(i)} = {of_code_expr(dst, code_expr(src, _v(x)))};")
 
     # ---- the program ----------------------------------------------------------
@@ -479,6 +550,10 @@ class _Emitter:
             self.emit(f"const nxk_i64 {_v(i)} = k{n.axis};")
         elif isinstance(n, Const):
             code = int.from_bytes(n.bits, "little")
+            if dt is D.complex128:
+                lo, hi = code & (2**64 - 1), code >> 64
+                self.emit(f"const {ctype} {_v(i)} = nxk_of_codes_c128({lo:#x}ull, {hi:#x}ull);")
+                return
             self.emit(f"const {ctype} {_v(i)} = {of_code_expr(dt, f'{code:#x}ull')};")
         elif isinstance(n, Op1):
             if n.kind is Convert.COPY:
@@ -519,11 +594,7 @@ ${body}
 def eval_code(prog: Prog) -> str:
     """``nxk_eval``: the program as a device function of its operands' storage
     values ``in<i>``, the loop indices ``k<axis>`` its Coord nodes read
-    (sorted), and output pointers ``o<k>`` (pure). ``ValueError`` for a program
-    :func:`unsupported` refuses."""
-    why = unsupported(prog)
-    if why is not None:
-        raise ValueError(f"codegen: {why}")
+    (sorted), and output pointers ``o<k>`` (pure)."""
     em = _Emitter(prog)
     for i in range(len(prog.nodes)):
         em.node(i)

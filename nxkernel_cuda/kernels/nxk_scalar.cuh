@@ -1,5 +1,6 @@
 // nxk_scalar.cuh: one element of every real dtype, as the generated kernels
-// and the moves hold, convert, load and store it.
+// and the moves hold, convert, load and store it (complex dtypes: the
+// nxk_complex.cuh it includes at its end).
 //
 // Representation (the "storage value" of a dtype, what a program node holds):
 //   f64 double, f32 float; f16 and bf16 their 16 bits (nxk_u16), e4m3fn,
@@ -368,7 +369,8 @@ NXK_DEV void nxk_store_float(int code, char* d, nxk_i64 p, double v) {
     }
 }
 
-// Store an element of any real dtype, by its code (dtype.code), from its bits.
+// Store an element of any real dtype or complex64, by its code (dtype.code),
+// from its bits.
 NXK_DEV void nxk_store_code_of(int dtc, char* d, nxk_i64 p, nxk_u64 c) {
     switch (dtc) {
         case 0: nxk_st_f64(d, p, nxk_of_code_f64(c)); break;
@@ -388,6 +390,7 @@ NXK_DEV void nxk_store_code_of(int dtc, char* d, nxk_i64 p, nxk_u64 c) {
         case 14: nxk_st_u8(d, p, nxk_of_code_u8(c)); break;
         case 15: nxk_st_i4(d, p, nxk_of_code_i4(c)); break;
         case 16: nxk_st_u4(d, p, nxk_of_code_u4(c)); break;
+        case 18: nxk_st<nxk_u64>(d, p, c); break;  // complex64: nxk_code_c64's bits
         case 20: nxk_st_bit(d, p, nxk_of_code_bit(c)); break;
         default: nxk_st_bool(d, p, nxk_of_code_bool(c)); break;
     }
@@ -452,5 +455,7 @@ NXK_DEV nxk_u64 nxk_threefry(nxk_u64 counter, nxk_u64 key) {
     }
     return (nxk_u64)x0 | ((nxk_u64)x1 << 32);
 }
+
+#include "nxk_complex.cuh"
 
 #endif  // NXK_SCALAR_CUH
