@@ -7,14 +7,18 @@ Rules:
   that walks the loop with a grid-stride loop, thread by index, loads every
   operand's element at the index, evaluates, and stores every output. A
   destination identical to a Plain operand is read at the index before it is
-  written there. Sources are cached by program (and built once per device).
+  written there. Sources are cached by program and by which loads are
+  Padded, of what rank (and built once per device).
 * The loop is walked by a descriptor (:mod:`nxkernel_cuda.loops`): any
-  strides, broadcast, negative, offset; the destinations and operands
-  coalesced together, so a contiguous map is one flat loop.
-* ``map`` computes every program of real dtypes (every kind over its whole
-  domain, Coord nodes, several outputs, sub-byte operands and destinations)
-  over Plain loads. It declines a program holding a complex dtype and any
-  Padded load (:func:`declines`), before touching an array.
+  strides, broadcast, negative, offset; the destinations and Plain operands
+  coalesced together, so a contiguous map is one flat loop. A Padded
+  operand is read through its own descriptor (``loops.pad_words``,
+  ``kernels/nxk_pad.cuh``): its element where the loop index falls on one,
+  else the fill's bits.
+* ``map`` computes every program (every kind over its whole domain, complex
+  dtypes included, Coord nodes, several outputs, sub-byte operands and
+  destinations) over Plain and Padded loads, and declines nothing
+  (:func:`declines`).
 """
 
 from __future__ import annotations
@@ -52,10 +56,13 @@ KERNEL: Final = "nxk_map"
 # declaration per output; args, nxk_eval's arguments; stores, one per output.
 # Internal variables: i, the loop's linear index (C order), striding by the
 # grid's thread count, 0 <= i < n; pos[a], array a's element position at i
-# (destinations first, in the walk's order).
+# (destinations first, in the walk's order; a Padded operand's is unused);
+# coords, the Coord entries, then one word per Padded operand j (in operand
+# order) giving the offset of its descriptor from coords.
 TEMPLATE: Final = string.Template("""\
 #include "nxk_scalar.cuh"
 #include "nxk_loop.cuh"
+#include "nxk_pad.cuh"
 
 ${eval}
 extern "C" __global__ void __launch_bounds__(256)
@@ -75,15 +82,25 @@ ${stores}
 """)
 
 
-def map_code(prog: Prog) -> str:
-    """The CUDA source of ``prog``'s map kernel (pure)."""
+def map_code(prog: Prog, pads: tuple[int | None, ...] = ()) -> str:
+    """The CUDA source of ``prog``'s map kernel (pure); ``pads`` as
+    ``loops.pad_key`` gives it (() where every load is Plain)."""
     n_out, n_in = prog.n_outs, prog.n_ins
     params = [f"char* d{k}" for k in range(n_out)] + [f"const char* a{i}" for i in range(n_in)]
     axes = codegen.coord_axes(prog)
     coords = [f"        const nxk_i64 k{a} = nxk_coord(i, coords[{2 * j}], coords[{2 * j + 1}]);"
               for j, a in enumerate(axes)]
-    loads = [f"        const {codegen.scalar(dt).ctype} in{i} = "
-             f"{codegen.load_expr(dt, f'a{i}', f'pos[{n_out + i}]')};" for i, dt in enumerate(prog.ins)]
+    loads: list[str] = []
+    padded = 0
+    for i, dt in enumerate(prog.ins):
+        rank = pads[i] if pads else None
+        if rank is None:
+            loads.append(f"        const {codegen.scalar(dt).ctype} in{i} = "
+                         f"{codegen.load_expr(dt, f'a{i}', f'pos[{n_out + i}]')};")
+        else:
+            desc = f"coords + coords[{2 * len(axes) + padded}]"
+            loads.append("        " + codegen.padded_load_stmt(dt, f"in{i}", f"a{i}", rank, desc, ["i"]))
+            padded += 1
     out_dts = prog.out_dtypes
     outs = [f"        {codegen.scalar(dt).ctype} o{k};" for k, dt in enumerate(out_dts)]
     args = [f"in{i}" for i in range(n_in)] + [f"k{a}" for a in axes] + [f"&o{k}" for k in range(n_out)]
@@ -97,9 +114,10 @@ def map_code(prog: Prog) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def map_source(prog: Prog) -> Source:
-    """The map source of ``prog`` (cached by program)."""
-    return Source("map.cu", map_code(prog), (KERNEL,))
+def map_source(prog: Prog, pads: tuple[int | None, ...] = ()) -> Source:
+    """The map source of ``prog`` over loads of ``pads`` (``loops.pad_key``;
+    cached)."""
+    return Source("map.cu", map_code(prog, pads), (KERNEL,))
 
 
 # --------------------------------------------------------------------------
@@ -108,21 +126,24 @@ def map_source(prog: Prog) -> Source:
 
 #: What map computes, in words.
 PROSE: Final = (
-    "every program of real dtypes (every kind over its whole domain, Coord nodes, several outputs, "
-    "strided, broadcast, offset and sub-byte operands and destinations) over Plain loads, by one "
+    "every program (every kind over its whole domain, complex64 and complex128 included, Coord "
+    "nodes, several outputs, "
+    "strided, broadcast, offset and sub-byte operands and destinations) over Plain and Padded loads "
+    "(any padding, crop, interior and windows; outside the operand the fill's bits), by one "
     "CUDA kernel generated per program: results equal the reference evaluator bit for bit but for "
     "the transcendental kinds, Pow and Atan2 (float32 and narrower: computed in double and rounded "
-    "once, within 1 ulp; float64: libdevice's, within 2 ulps, the C library's on cuda-emu). It "
-    "declines a program with a complex dtype and any Padded load."
+    "once, within 1 ulp; float64: libdevice's, within 2 ulps, the C library's on cuda-emu); complex "
+    "Mul is the textbook product unfused and Fdiv and Recip NumPy's complex128 division (Smith's) "
+    "rounded once per part, as the reference. It declines nothing."
 )
 
 
 def program_declines(prog: Prog, loads: Sequence[S.Load]) -> str | None:
-    """Why map (and the reductions) decline a program over these loads, or None."""
-    padded = [i for i, ld in enumerate(loads) if isinstance(ld, S.Padded)]
-    if padded:
-        return f"load {padded[0]} is Padded, and nx.cuda reads Plain loads only"
-    return codegen.unsupported(prog)
+    """Why map (and the reductions) decline a program over these loads, or
+    None: every program is generated and every load, Plain or Padded, of
+    every dtype is read (a Padded load's descriptor holds a fill of up to 16
+    bytes, a complex128's)."""
+    return None
 
 
 def declines(call: Call) -> str | None:
@@ -167,16 +188,22 @@ def map(spec: S.Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer
     with door(dsts, operands, device=dev) as refusal:
         if refusal is not None:
             return refusal
-        shape = operands[0].shape
+        shape = dsts[0].shape  # the loop's: a program has an output, each of the loop's shape
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
         if n == 0:
             return Answer.DONE
-        walk = loops.walk_of(shape, [*dsts, *operands])
+        rank = len(shape)
+        # A Padded operand is read through its descriptor: its walk slot runs nowhere.
+        walk = loops.walk_of(shape, [*dsts, *(a if isinstance(ld, S.Plain) else (0, [0] * rank)
+                                              for a, ld in zip(operands, spec.loads, strict=True))])
         words = loops.walk_words(walk)
         coord = loops.coord_words(shape, codegen.coord_axes(spec.prog))
-        desc = loops.upload(dev, words + coord)
+        whole: list[loops.CoordWalk] = [(shape, range(rank), False)]
+        pads = [loops.pad_words(a, ld, whole) for a, ld in zip(operands, spec.loads, strict=True)
+                if isinstance(ld, S.Padded)]
+        desc = loops.upload(dev, words + loops.packed(coord, pads))
         coords = desc + 8 * len(words)
-        fn = dev.load(map_source(spec.prog)).function(KERNEL)
+        fn = dev.load(map_source(spec.prog, loops.pad_key(spec.loads))).function(KERNEL)
         args: list[Arg] = [desc, coords, np.int64(n), *(loops.base(dev, a) for a in (*dsts, *operands))]
         fn((loops.blocks_for(n),), (loops.THREADS,), args)
     return Answer.DONE

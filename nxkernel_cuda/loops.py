@@ -15,6 +15,13 @@ Rules:
   reuses an evicted one only after the work queued before).
 * Arrays reach kernels as the address of their buffer's first byte
   (:func:`base`); the element offset of their layout is in the walk.
+* A Padded load's operand is not walked: its descriptor (:func:`pad_words`,
+  read by ``kernels/nxk_pad.cuh``) holds, per operand axis, the padding and
+  the stride, and one or two walks of *coordinate arrays*, one per operand
+  axis, whose position at a loop index is that axis's padded position (the
+  loop index along the axis, times the window step where it is windowed,
+  plus the tap index times the dilation). Summed over the walks (a
+  reduction's rows and terms), it gives the operand's index or the fill.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from typing import Final
 
 import numpy as np
 
+from nxkernel_core import shape as SH
+from nxkernel_core import spec as S
 from nxkernel_core.array import Array
 from nxkernel_core.rig import Buffer, Rig
 
@@ -37,12 +46,18 @@ from .launch import Pointer
 __all__ = [
     "MAX_BLOCKS",
     "THREADS",
+    "CoordWalk",
     "Walk",
     "base",
     "blocks_for",
     "coalesce",
     "coord_words",
     "cuda_device",
+    "loop_shape",
+    "packed",
+    "pad_coords",
+    "pad_key",
+    "pad_words",
     "upload",
     "walk_of",
     "walk_words",
@@ -108,6 +123,93 @@ def coord_words(shape: Sequence[int], axes: Sequence[int]) -> list[int]:
         along = rank - 1 - axis
         words += [math.prod(shape[along + 1:]), shape[along]]
     return words
+
+
+# --------------------------------------------------------------------------
+# Padded loads
+# --------------------------------------------------------------------------
+
+#: A walk of coordinate arrays: the loop axes it runs over (their extents
+#: ``shape``, in C order of the loop) and whether its index runs them from
+#: their ends (a reverse scan's).
+CoordWalk = tuple[Sequence[int], Sequence[int], bool]
+
+
+def pad_coords(pad: S.Pad) -> list[list[int]]:
+    """Per operand axis ``a``, the strides over the loop's axes (the loaded
+    rank) of ``a``'s padded position: the window step along ``a`` where it is
+    windowed (else 1) and the dilation along its tap axis."""
+    rank, loaded = pad.rank, pad.loaded_rank
+    out = [[0] * loaded for _ in range(rank)]
+    for a in range(rank):
+        out[a][a] = 1
+    for k, w in enumerate(pad.windows):
+        out[w.axis][w.axis] = w.step
+        out[w.axis][rank + k] = w.dilation
+    return out
+
+
+def pad_key(loads: Sequence[S.Load]) -> tuple[int | None, ...]:
+    """What generated code needs of the loads: per load, the operand's rank
+    where it is Padded, None where Plain; () where every load is Plain (so
+    a program over Plain loads keeps one source)."""
+    key = tuple(ld.pad.rank if isinstance(ld, S.Padded) else None for ld in loads)
+    return key if any(r is not None for r in key) else ()
+
+
+def loop_shape(loads: Sequence[S.Load], operands: Sequence[Array]) -> tuple[int, ...]:
+    """The loop's shape, as load 0 reads it (every load reads it alike in a
+    call that fits): the operand's, padded and windowed where Padded."""
+    first, a = loads[0], operands[0]
+    if isinstance(first, S.Plain):
+        return a.shape
+    shape = SH.padded(a.shape, first.pad)
+    assert not isinstance(shape, SH.Error), shape  # a fitting call's load pads
+    return shape
+
+
+def _signed(word: int) -> int:
+    """An unsigned 64-bit word as the int64 with its bits."""
+    return word - (1 << 64) if word >= 1 << 63 else word
+
+
+def pad_words(a: Array, load: S.Padded, walks: Sequence[CoordWalk]) -> list[int]:
+    """The descriptor of operand ``a`` read by ``load`` (``kernels/nxk_pad.cuh``):
+    ``offset, the fill's bytes (two words, zero after them: an element at
+    word 1), then per operand axis: lo, interior + 1, extent, stride``, then
+    one coalesced walk of the coordinate arrays per entry of ``walks`` (each
+    (shape, loop axes, reversed))."""
+    pad = load.pad
+    fill = load.fill.ljust(16, b"\0")
+    words = [a.layout.offset, *(_signed(int.from_bytes(fill[k:k + 8], "little")) for k in (0, 8))]
+    for ax in range(pad.rank):
+        words += [pad.lo[ax], pad.interior[ax] + 1, a.shape[ax], a.layout.strides[ax]]
+    coords = pad_coords(pad)
+    for shape, axes, reverse in walks:
+        arrays: list[tuple[int, Sequence[int]]] = []
+        for c in coords:
+            strides = [c[x] for x in axes]
+            if reverse:
+                arrays.append((sum((d - 1) * s for d, s in zip(shape, strides, strict=True)),
+                               [-s for s in strides]))
+            else:
+                arrays.append((0, strides))
+        words += walk_words(coalesce(shape, arrays))
+    return words
+
+
+def packed(head: Sequence[int], parts: Sequence[Sequence[int]]) -> list[int]:
+    """``head``, then the offset (in words, from the head's start) of each
+    part, then the parts: so generated code finds part j at
+    ``d + d[len(head) + j]``."""
+    out = [*head]
+    at = len(head) + len(parts)
+    for part in parts:
+        out.append(at)
+        at += len(part)
+    for part in parts:
+        out += part
+    return out
 
 
 # --------------------------------------------------------------------------
