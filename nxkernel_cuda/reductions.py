@@ -18,10 +18,14 @@ Rules:
   (Prod): bit for bit ``nxkernel_core.orders.lane_reduce``, whatever the
   block size or the number of blocks a row is cut into. Each result rounds
   once into its destination (any float dtype). Integers wrap in 64 bits and
-  then in the destination, which any order gives alike.
+  then in the destination, which any order gives alike. A complex Sum is two
+  such float sums, one per part; a complex Prod multiplies by Prog's Mul in
+  the same lane order, each lane chained from its first term (never from 1:
+  a lane without terms is left out), the empty product 1.
 * Max, Min and Arg keep (key, position, bits) per term, the key ordering the
   terms as Prog's Maximum and Minimum do (-0 below +0, every NaN above all for
-  Max and below all for Min, booleans by truth), ties to the lower position:
+  Max and below all for Min, booleans by truth, complex64 by its parts' keys,
+  real part high, a NaN part a NaN), ties to the lower position:
   an associative, commutative choice, so the result is the first term with
   the extreme's bits, or the first NaN, in any order.
 * Scans combine states by the **odd/even network** (design.md §6): Sum and
@@ -36,9 +40,13 @@ Rules:
   the passes that depend on no program (a row's groups finished, the network
   over states in memory) are ``kernels/reductions.cu``, instantiated per
   carrier and state type and compiled once per device.
-* Declined (before any array is touched): Logsumexp and Moments reductions,
-  Arg, Logsumexp and Moments scans, Padded loads, and programs holding a
-  complex dtype.
+* Padded loads: a Padded operand is read through its descriptor
+  (``loops.pad_words``, ``kernels/nxk_pad.cuh``) from the row's and the
+  term's index, its walk slots running nowhere.
+* Logsumexp and Moments reductions and Arg, Logsumexp and Moments scans are
+  :mod:`nxkernel_cuda.statistics`' (over the same loads).
+* Declined (before any array is touched): Max, Min and Arg reductions of
+  complex128 terms (no 64-bit key orders them), and what :mod:`~nxkernel_cuda.statistics` declines.
 """
 
 from __future__ import annotations
@@ -62,7 +70,7 @@ from nxkernel_core.dtype import Dtype, Kind
 from nxkernel_core.kernel import Call
 from nxkernel_core.prog import Convert, In, Op1, Prog
 
-from . import codegen, loops
+from . import codegen, loops, statistics
 from .build import Source, file_source, render
 from .device import CudaRig
 from .elementwise import loop_rank
@@ -87,8 +95,8 @@ KERNELS: Final = ("nxk_red_sum", "nxk_red_ext", "nxk_scan_totals", "nxk_scan_chu
 
 #: The C types of the sums' carriers and the scans' states the program-
 #: independent passes (``kernels/reductions.cu``) are instantiated for.
-SUM_TYPES: Final = ("float", "double", "nxk_u64")
-STATE_TYPES: Final = ("float", "double", "nxk_i64", "nxk_u64", "nxk_u32")
+SUM_TYPES: Final = ("float", "double", "nxk_u64", "NxkCAcc<float>", "NxkCAcc<double>")
+STATE_TYPES: Final = ("float", "double", "nxk_i64", "nxk_u64", "nxk_u32", "NxkC64", "NxkC128")
 
 
 def arrays_kernels() -> tuple[str, ...]:
@@ -133,8 +141,35 @@ class _Terms:
     store_code: str
 
 
+def _complex_terms(dt: Dtype) -> _Terms:
+    """The C of complex terms (``kernels/nxk_complex.cuh``): Sum and Prod
+    accumulate ``NxkCAcc`` (part by part; Prog's Mul from the first term, the
+    empty product 1), scans combine the complex value itself, and each result
+    rounds once per part into its complex destination. Max, Min and Arg key a
+    complex64 term by its parts' keys, real part high; complex128's 128 bits
+    fit no key, and reduce declines those reductions of it (its key is then
+    the real part's, never launched)."""
+    s = codegen.scalar(dt)
+    c64 = dt is D.complex64
+    part = "float" if c64 else "double"
+    return _Terms(
+        sum_t=f"NxkCAcc<{part}>", sum_bytes=12 if c64 else 24, state_t=s.ctype, state_bytes=8 if c64 else 16,
+        to_sum="return nxk_cacc(v);",
+        key="return nxk_key_c64(v, is_max);" if c64 else "return (nxk_i64)nxk_key_f64(v.re);",
+        code="return nxk_code_c64(v);" if c64 else "return nxk_bits_f64(v.re);",
+        to_state="return v;",
+        carry_state=f"return nxk_ld_{s.name}(c, p);",
+        store_sum="nxk_store_cacc(code, d, p, v);",
+        store_state="nxk_store_cpx(code, d, p, v);",
+        store_code=("nxk_st_c64(d, p, nxk_of_code_c64(c));" if c64
+                    else "nxk_st_f64(d, p, nxk_of_code_f64(c));"),
+    )
+
+
 def _terms(dt: Dtype) -> _Terms:
     """The C of terms of ``dt`` (its storage value is ``v``)."""
+    if dt.is_complex:
+        return _complex_terms(dt)
     s = codegen.scalar(dt)
     n = s.name
     store_code = f"nxk_st_{n}(d, p, nxk_of_code_{n}(c));"
@@ -199,6 +234,7 @@ def _terms(dt: Dtype) -> _Terms:
 _TEMPLATE: Final = string.Template("""\
 #include "nxk_scalar.cuh"
 #include "nxk_loop.cuh"
+#include "nxk_pad.cuh"
 #include "nxk_reduce.cuh"
 
 ${eval}
@@ -443,16 +479,26 @@ ${iins}
 """)
 
 
-def reductions_code(prog: Prog, output: int) -> str:
+def reductions_code(prog: Prog, output: int, pads: tuple[int | None, ...] = ()) -> str:
     """The CUDA source of the reduce and scan kernels of ``prog``'s output
-    ``output`` (pure)."""
+    ``output`` (pure), over loads of ``pads`` (``loops.pad_key``: () where
+    every load is Plain; a Padded operand j's descriptor is found from the
+    word after the Coord entries, ``coords[4·coord axes + j]``)."""
     dt = prog.out_dtypes[output]
     t = _terms(dt)
     axes = codegen.coord_axes(prog)
     coords = [f"    const nxk_i64 k{a} = nxk_rcoord(coords + {4 * j}, row, t);" for j, a in enumerate(axes)]
-    loads = [f"    const {codegen.scalar(d).ctype} in{i} = "
-             f"{codegen.load_expr(d, f'in.a[{i}]', f'rowpos[{i}] + pos[{i}]')};"
-             for i, d in enumerate(prog.ins)]
+    loads: list[str] = []
+    for i, d in enumerate(prog.ins):
+        rank = pads[i] if pads else None
+        if rank is None:
+            loads.append(f"    const {codegen.scalar(d).ctype} in{i} = "
+                         f"{codegen.load_expr(d, f'in.a[{i}]', f'rowpos[{i}] + pos[{i}]')};")
+        else:
+            j = sum(r is not None for r in pads[:i])
+            desc = f"coords + coords[{4 * len(axes) + j}]"
+            load = codegen.padded_load_stmt(d, f"in{i}", f"in.a[{i}]", rank, desc, ["row", "t"])
+            loads.append("    " + load)
     outs = [f"    {codegen.scalar(d).ctype} o{k};" for k, d in enumerate(prog.out_dtypes)]
     args = ([f"in{i}" for i in range(prog.n_ins)] + [f"k{a}" for a in axes]
             + [f"&o{k}" for k in range(prog.n_outs)])
@@ -470,9 +516,10 @@ def reductions_code(prog: Prog, output: int) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def reductions_source(prog: Prog, output: int) -> Source:
-    """The reductions source of ``prog``'s output ``output`` (cached)."""
-    return Source("reductions.cu", reductions_code(prog, output), KERNELS)
+def reductions_source(prog: Prog, output: int, pads: tuple[int | None, ...] = ()) -> Source:
+    """The reductions source of ``prog``'s output ``output`` over loads of
+    ``pads`` (``loops.pad_key``; cached)."""
+    return Source("reductions.cu", reductions_code(prog, output, pads), KERNELS)
 
 
 def term_program(prog: Prog, output: int) -> tuple[Prog, int, tuple[int, ...]]:
@@ -556,11 +603,13 @@ def _axes_parts(a: Array, axes: Sequence[int]) -> list[int]:
 
 def _reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Reduction, result: Dtype,
                 operands: Sequence[Array], axes: Sequence[int], dsts: Sequence[Array],
-                threads: int | None, group_chunks: int | None) -> None:
-    """Queue one reduction of output ``output`` into ``dsts`` (1 or 2)."""
+                threads: int | None, group_chunks: int | None, loads: Sequence[S.Load]) -> None:
+    """Queue one reduction of output ``output`` into ``dsts`` (1 or 2), the
+    operands read by ``loads``."""
     tprog, tout, ins = term_program(prog, output)
     arrays = [operands[i] for i in ins]
-    loop = operands[0].shape
+    tloads = [loads[i] for i in ins]
+    loop = loops.loop_shape(loads, operands)
     rank = len(loop)
     kept = [a for a in range(rank) if a not in axes]
     kept_shape = [loop[a] for a in kept]
@@ -570,9 +619,15 @@ def _reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Reduction, result:
         return
     d0 = dsts[0]
     d1 = dsts[1] if len(dsts) > 1 else dsts[0]
-    kept_walk = loops.coalesce(kept_shape, [(a.layout.offset, _axes_parts(a, kept)) for a in arrays]
-                               + [(d.layout.offset, d.layout.strides) for d in (d0, d1)])
-    red_walk = loops.coalesce(red_shape, [(0, _axes_parts(a, axes)) for a in arrays])
+    # A Padded operand is read through its descriptor: its walk slots run nowhere.
+    plain = [isinstance(ld, S.Plain) for ld in tloads]
+    kept_parts: list[tuple[int, Sequence[int]]] = [
+        (a.layout.offset, _axes_parts(a, kept)) if p else (0, [0] * len(kept))
+        for a, p in zip(arrays, plain, strict=True)]
+    kept_parts += [(d.layout.offset, d.layout.strides) for d in (d0, d1)]
+    kept_walk = loops.coalesce(kept_shape, kept_parts)
+    red_walk = loops.coalesce(red_shape, [(0, _axes_parts(a, axes) if p else [0] * len(axes))
+                                          for a, p in zip(arrays, plain, strict=True)])
     coords: list[int] = []
     for axis in codegen.coord_axes(tprog):
         along = rank - 1 - axis
@@ -583,10 +638,13 @@ def _reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Reduction, result:
             j = list(axes).index(along)
             coords += [1, math.prod(red_shape[j + 1:]), red_shape[j], 0]
     wk, wr = loops.walk_words(kept_walk), loops.walk_words(red_walk)
-    desc = loops.upload(dev, wk + wr + coords)
+    row_term: list[loops.CoordWalk] = [(kept_shape, kept, False), (red_shape, axes, False)]
+    pads = [loops.pad_words(a, ld, row_term) for a, ld in zip(arrays, tloads, strict=True)
+            if isinstance(ld, S.Padded)]
+    desc = loops.upload(dev, wk + wr + loops.packed(coords, pads))
     kept_p, red_p = desc, desc + 8 * len(wk)
     coords_p = red_p + 8 * len(wr)
-    module = dev.load(reductions_source(tprog, tout))
+    module = dev.load(reductions_source(tprog, tout, loops.pad_key(tloads)))
     tb, g_chunks, groups = lane_plan(rows, n, threads, group_chunks)
     bases = [loops.base(dev, a) for a in arrays]
     p0, p1 = loops.base(dev, d0), loops.base(dev, d1)
@@ -653,7 +711,8 @@ def _scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[
     ops = operands[1:] if spec.carry else operands
     tprog, tout, ins = term_program(spec.prog, spec.output)
     arrays = [ops[i] for i in ins]
-    loop = ops[0].shape
+    tloads = [spec.loads[i] for i in ins]
+    loop = loops.loop_shape(spec.loads, ops)
     rank, axis = len(loop), spec.axis
     n = loop[axis]
     kept = [a for a in range(rank) if a != axis]
@@ -672,7 +731,9 @@ def _scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[
             stride = -stride
         return (off, _axes_parts(a, kept)), stride
 
-    parts = [split(a) for a in (*arrays, d0)]
+    # A Padded operand is read through its descriptor: its walk slots run nowhere.
+    parts = [split(a) if isinstance(ld, S.Plain) else ((0, [0] * len(kept)), 0)
+             for a, ld in zip(arrays, tloads, strict=True)] + [split(d0)]
     kept_parts: list[tuple[int, Sequence[int]]] = [p for p, _ in parts]
     kept_parts.append((carry.layout.offset, carry.layout.strides) if carry is not None
                       else (0, [0] * len(kept)))
@@ -687,10 +748,13 @@ def _scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[
             j = kept.index(along)
             coords += [0, math.prod(kept_shape[j + 1:]), kept_shape[j], 0]
     wk, wr = loops.walk_words(kept_walk), loops.walk_words(red_walk)
-    desc = loops.upload(dev, wk + wr + coords)
+    row_term: list[loops.CoordWalk] = [(kept_shape, kept, False), ([n], [axis], spec.reverse)]
+    pads = [loops.pad_words(a, ld, row_term) for a, ld in zip(arrays, tloads, strict=True)
+            if isinstance(ld, S.Padded)]
+    desc = loops.upload(dev, wk + wr + loops.packed(coords, pads))
     kept_p, red_p = desc, desc + 8 * len(wk)
     coords_p = red_p + 8 * len(wr)
-    module = dev.load(reductions_source(tprog, tout))
+    module = dev.load(reductions_source(tprog, tout, loops.pad_key(tloads)))
     t = _terms(tprog.out_dtypes[tout])
     has_carry = int(carry is not None)
     m = n + has_carry
@@ -722,17 +786,20 @@ def _scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[
 # --------------------------------------------------------------------------
 
 
+def _complex_decline(spec: S.Reduce) -> str | None:
+    """Max, Min and Arg of complex128 terms, whose 128-bit order no key holds."""
+    for r, k, _ in spec.reductions:
+        if spec.prog.out_dtypes[k] is D.complex128 and r is not S.Monoid.SUM and r is not S.Monoid.PROD:
+            return "nx.cuda computes no Max, Min or Arg reduction of complex128 terms"
+    return None
+
+
 def _reduce_decline(spec: S.Reduce) -> str | None:
-    for r, _, _ in spec.reductions:
-        if isinstance(r, S.Logsumexp | S.Moments):
-            return f"nx.cuda computes no {type(r).__name__} reduction"
-    return _program_decline(spec.prog, spec.loads)
+    return _program_decline(spec.prog, spec.loads) or _complex_decline(spec)
 
 
 def _scan_decline(spec: S.Scan) -> str | None:
-    if not isinstance(spec.reduction, S.Monoid):
-        return f"nx.cuda computes Sum, Prod, Max and Min scans only, not {type(spec.reduction).__name__}"
-    return _program_decline(spec.prog, spec.loads)
+    return statistics.declines_scan(spec) or _program_decline(spec.prog, spec.loads)
 
 
 def declines_reduce(call: Call) -> str | None:
@@ -799,8 +866,12 @@ def reduce(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array], *,
         at = 0
         for red, k, dt in spec.reductions:
             count = S.results(red)
-            _reduce_one(dev, spec.prog, k, red, dt, operands, spec.axes, dsts[at:at + count],
-                        threads, group_chunks)
+            if isinstance(red, S.Logsumexp | S.Moments):
+                statistics.reduce_one(dev, spec.prog, k, red, dt, operands, spec.axes, dsts[at:at + count],
+                                      threads, group_chunks, spec.loads)
+            else:
+                _reduce_one(dev, spec.prog, k, red, dt, operands, spec.axes, dsts[at:at + count],
+                            threads, group_chunks, spec.loads)
             at += count
     return Answer.DONE
 
@@ -821,27 +892,36 @@ def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array], *,
     with door(dsts, operands, device=dev) as refusal:
         if refusal is not None:
             return refusal
-        _scan(dev, spec, dsts, operands, chunk)
+        if isinstance(spec.reduction, S.Monoid):
+            _scan(dev, spec, dsts, operands, chunk)
+        else:
+            statistics.scan(dev, spec, dsts, operands, chunk)
     return Answer.DONE
 
 
 #: What reduce computes, in words.
 REDUCE_PROSE: Final = (
-    "Monoid Sum, Prod, Max and Min and Arg Max and Min of any program output of a real dtype over "
-    "Plain loads (one kernel per program output, the program fused into it; an output that is an "
+    "Monoid Sum, Prod, Max and Min and Arg Max and Min of any program output over "
+    "Plain and Padded loads (one kernel per program output, the program fused into it; an output that is an "
     "operand reads it directly): float Sum and Prod in lane order in the carrier (float32 for the "
     "narrow floats), bit for bit the host library's and orders.lane_reduce's, each result rounded "
     "once into its destination; integers wrap; Max, Min and Arg the first term with the extreme's "
-    "bits (the first NaN; booleans any and all). It declines Logsumexp and Moments, Padded loads "
-    "and programs with a complex dtype."
+    "bits (the first NaN; booleans any and all); complex Sum part by part and complex Prod by Prog's Mul "
+    "in the same lane order (each lane from its first term), the host library's bits but for NaN parts' "
+    "bits; Logsumexp and Moments of float terms (two lane-order passes in float64, see algorithms; "
+    "Moments the host library's bits). It declines Max, Min and Arg of complex128 terms."
 )
 
 #: What scan computes, in words.
 SCAN_PROSE: Final = (
-    "Monoid Sum, Prod, Max and Min scans of any program output of a real dtype over Plain loads, "
+    "Monoid Sum, Prod, Max and Min scans of any program output (complex ones included) over Plain and "
+    "Padded loads, "
     "forward and reverse, with or without a carry (the carrier state before term 0): every one by "
     "the odd/even network in the carrier (float Sum and Prod bit for bit the host library's; "
-    "integers wrap; Max and Min exact), the carry as state 0, each result rounded once into its "
-    "destination. It declines Arg, Logsumexp and Moments scans, Padded loads and programs with a "
-    "complex dtype."
+    "complex Sum part by part and Prod by Prog's Mul, likewise; integers wrap; Max and Min exact), the "
+    "carry as state 0, each result rounded once into its "
+    "destination; Arg scans (exact: the first position, in scan order, with the running extreme's "
+    "bits, complex64 keyed as Arg reductions key it) and Logsumexp and Moments scans of float terms "
+    "(float64 states, see algorithms; Moments the host library's bits) by the same network. It "
+    "declines Arg scans of complex128 terms."
 )
