@@ -1,131 +1,48 @@
-// contract.cu: the SIMT contraction kernels (nxkernel_cuda/contraction.py).
+// contract.cu: the SIMT contraction kernels (nxkernel_cuda/contract_simt.py).
 //
 // nxk_contract<Acc>: dst[t, r, c] = init[t, r, c] + sum_k a[t, r, k] * b[t, k, c],
 // in the accumulator Acc (float, double, or nxk_u64 for every integer
 // accumulator, wrapping modulo 2^64 and then to the destination's width).
+// nxk_contract_gen<P, CX>: the same chain, one thread an output, with block
+// scales, Rows and Contracting segments, and complex accumulators (CX, parts P).
 //
-// * Operands are found by four walks (nxk_loop.cuh) that the host builds from
-//   the caller's layouts: the batch walk over (a, b, dst, init) carries the
-//   arrays' offsets, the rows walk (a, dst, init), the columns walk
-//   (b, dst, init) and the K walk (a, b) carry strides only; an element's
-//   position is the sum of its batch, row or column, and K positions. Any
-//   layout (transposed, strided, broadcast, reversed) is read in place.
-// * Tiles: a block of 256 threads computes a 64 x 64 tile of one batch index,
-//   staging 64 x 16 of a and 16 x 64 of b in shared memory per step; each
-//   thread holds 4 x 4 outputs (rows ty + 16i, columns tx + 16j) and stages
-//   a's rows and b's columns ty + 16i at k = k0 + tx, so one K walk a step
-//   serves both. Loads, walks and the epilogue are out-of-line functions,
-//   which keeps NVRTC's compile time to seconds.
+// * Operands are found by walks (nxk_loop.cuh) that the host builds from the
+//   caller's layouts: the batch walk over (a, b, dst, init[, ids]) carries the
+//   arrays' offsets, the rows walk (a, dst, init[, ids]), the columns walk
+//   (b, dst, init) and the K walk (a, b[, ids]) carry strides only; an
+//   element's position is the sum of its batch, row or column, and K
+//   positions. Any layout (transposed, strided, broadcast, reversed) is read
+//   in place.
+// * Tiles (nxk_contract): a block of 256 threads computes a 64 x 64 tile of
+//   one batch index, staging 64 x 16 of a and 16 x 64 of b in shared memory
+//   per step; each thread holds 4 x 4 outputs (rows ty + 16i, columns
+//   tx + 16j) and stages a's rows and b's columns ty + 16i at k = k0 + tx, so
+//   one K walk a step serves both. Loads, walks and the epilogue are
+//   out-of-line functions, which keeps NVRTC's compile time to seconds.
 // * Order: each output is a chain from +0 over k = 0, 1, ..., K - 1, each
-//   product rounded and then added (NVRTC --fmad=false; the emulator
-//   -ffp-contract=off), no split of K, no atomics: the same bits on every
-//   launch and device. Past K the staged elements are +0, and x + (+0 * +0)
-//   is x for every x a chain from +0 reaches (it never reaches -0).
-// * Then init is added last (one more rounding), except at K = 0, where the
-//   output is init as the accumulator holds it, untouched (or +0).
+//   product fused into the addition that takes it (fmaf/fma: one rounding a
+//   step; NVRTC --fmad=false and g++ -ffp-contract=off add no other fma), no
+//   split of K, no atomics: the same bits on every launch and device (fma is
+//   correctly rounded on both). Past K the staged elements are +0, and
+//   fma(+0, +0, x) is x for every x a chain from +0 reaches (never -0).
+// * Then init is added last (one more rounding), except for an output
+//   without products, which is init as the accumulator holds it, untouched
+//   (or +0).
 // * Store: a destination of the accumulator's dtype takes the bits as they
 //   are; a narrower float rounds once by the store rule (nxk_store_float);
 //   an integer destination takes the low bits (nxk_store_code_of).
-#include "nxk_scalar.cuh"
-#include "nxk_loop.cuh"
+#include "nxk_mma.cuh"
 
 #define NXK_CT_TM 64
 #define NXK_CT_TN 64
 #define NXK_CT_TK 16
 #define NXK_CT_THREADS 256
 
-// An element of dtype code `c` at position p, as the accumulator holds it.
-// Only codes the host admits for that accumulator reach these (each converts
-// exactly, but init into float32 from nothing wider).
-__device__ __noinline__ void nxk_ct_ld(float* out, int c, const char* b, nxk_i64 p) {
-    switch (c) {
-        case 1: *out = nxk_ld_f32(b, p); break;
-        case 2: *out = nxk_val_f16(nxk_ld_f16(b, p)); break;
-        case 3: *out = nxk_val_bf16(nxk_ld_bf16(b, p)); break;
-        case 4: *out = nxk_val_e4m3(nxk_ld_e4m3(b, p)); break;
-        case 5: *out = nxk_val_e5m2(nxk_ld_e5m2(b, p)); break;
-        case 11: *out = (float)nxk_ld_i16(b, p); break;
-        case 12: *out = (float)nxk_ld_u16(b, p); break;
-        case 13: *out = (float)nxk_ld_i8(b, p); break;
-        case 14: *out = (float)nxk_ld_u8(b, p); break;
-        case 15: *out = (float)nxk_ld_i4(b, p); break;
-        default: *out = (float)nxk_ld_u4(b, p); break;
-    }
-}
-
-__device__ __noinline__ void nxk_ct_ld(double* out, int c, const char* b, nxk_i64 p) {
-    switch (c) {
-        case 0: *out = nxk_ld_f64(b, p); break;
-        case 1: *out = (double)nxk_ld_f32(b, p); break;
-        case 2: *out = (double)nxk_val_f16(nxk_ld_f16(b, p)); break;
-        case 3: *out = (double)nxk_val_bf16(nxk_ld_bf16(b, p)); break;
-        case 4: *out = (double)nxk_val_e4m3(nxk_ld_e4m3(b, p)); break;
-        case 5: *out = (double)nxk_val_e5m2(nxk_ld_e5m2(b, p)); break;
-        case 9: *out = (double)nxk_ld_i32(b, p); break;
-        case 10: *out = (double)nxk_ld_u32(b, p); break;
-        case 11: *out = (double)nxk_ld_i16(b, p); break;
-        case 12: *out = (double)nxk_ld_u16(b, p); break;
-        case 13: *out = (double)nxk_ld_i8(b, p); break;
-        case 14: *out = (double)nxk_ld_u8(b, p); break;
-        case 15: *out = (double)nxk_ld_i4(b, p); break;
-        default: *out = (double)nxk_ld_u4(b, p); break;
-    }
-}
-
-// Integers: sign- or zero-extended to 64 bits (congruent modulo 2^64).
-__device__ __noinline__ void nxk_ct_ld(nxk_u64* out, int c, const char* b, nxk_i64 p) {
-    switch (c) {
-        case 7: *out = (nxk_u64)nxk_ld_i64(b, p); break;
-        case 8: *out = nxk_ld_u64(b, p); break;
-        case 9: *out = (nxk_u64)(nxk_i64)nxk_ld_i32(b, p); break;
-        case 10: *out = (nxk_u64)nxk_ld_u32(b, p); break;
-        case 11: *out = (nxk_u64)(nxk_i64)nxk_ld_i16(b, p); break;
-        case 12: *out = (nxk_u64)nxk_ld_u16(b, p); break;
-        case 13: *out = (nxk_u64)(nxk_i64)nxk_ld_i8(b, p); break;
-        case 14: *out = (nxk_u64)nxk_ld_u8(b, p); break;
-        case 15: *out = (nxk_u64)(nxk_i64)nxk_ld_i4(b, p); break;
-        default: *out = (nxk_u64)nxk_ld_u4(b, p); break;
-    }
-}
-
-// Store into dst: the accumulator's own dtype by its bits, else once rounded.
-__device__ __noinline__ void nxk_ct_st(int same, int dtc, char* d, nxk_i64 p, float v) {
-    if (same) nxk_st_f32(d, p, v);
-    else nxk_store_float(dtc, d, p, (double)v);
-}
-__device__ __noinline__ void nxk_ct_st(int same, int dtc, char* d, nxk_i64 p, double v) {
-    if (same) nxk_st_f64(d, p, v);
-    else nxk_store_float(dtc, d, p, v);
-}
-__device__ __noinline__ void nxk_ct_st(int same, int dtc, char* d, nxk_i64 p, nxk_u64 v) {
-    nxk_store_code_of(dtc, d, p, v);
-}
-
 // Index i's position in the first array of the three-array walk w.
 __device__ __noinline__ nxk_i64 nxk_ct_first(const nxk_i64* __restrict__ w, nxk_i64 i) {
     nxk_i64 p[3];
     nxk_walk<3>(w, i, p);
     return p[0];
-}
-
-// Output (r, c) of the tile, where it is one: init (its position bi + the
-// walks') added last, except at K = 0 where init is the result untouched;
-// then the store into dst (position bd + the walks').
-template <class Acc>
-__device__ __noinline__ void nxk_ct_finish(const nxk_i64* __restrict__ rw, const nxk_i64* __restrict__ cw,
-                                           nxk_i64 r, nxk_i64 c, nxk_i64 rows, nxk_i64 cols, nxk_i64 K,
-                                           nxk_i64 bd, nxk_i64 bi, int init_code, const char* init,
-                                           int same, int dst_code, char* dst, Acc v) {
-    if (r >= rows || c >= cols) return;
-    nxk_i64 rp[3], cp[3];
-    nxk_walk<3>(rw, r, rp);
-    nxk_walk<3>(cw, c, cp);
-    if (init_code >= 0) {
-        Acc w;
-        nxk_ct_ld(&w, init_code, init, bi + rp[2] + cp[2]);
-        v = K == 0 ? w : v + w;
-    }
-    nxk_ct_st(same, dst_code, dst, bd + rp[1] + cp[1], v);
 }
 
 // Block index b = (t, tile_m, tile_n) striding over `blocks`; init_code < 0:
@@ -183,8 +100,7 @@ nxk_contract(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
                     const Acc x = as[kk * NXK_CT_TM + ty + 16 * i];
 #pragma unroll
                     for (int j = 0; j < 4; ++j) {
-                        const Acc prod = x * bs[kk * NXK_CT_TN + tx + 16 * j];
-                        acc[i][j] = acc[i][j] + prod;
+                        acc[i][j] = nxk_ct_fma(x, bs[kk * NXK_CT_TN + tx + 16 * j], acc[i][j]);
                     }
                 }
             }
@@ -195,7 +111,169 @@ nxk_contract(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
         for (int i = 0; i < 4; ++i)
 #pragma unroll
             for (int j = 0; j < 4; ++j)
-                nxk_ct_finish(rw, cw, r0 + ty + 16 * i, c0 + tx + 16 * j, rows, cols, K, bp[2], bp[3],
+                nxk_ct_finish(rw, cw, r0 + ty + 16 * i, c0 + tx + 16 * j, rows, cols, K == 0, bp[2], bp[3],
                               init_code, init, same, dst_code, dst, acc[i][j]);
+    }
+}
+
+
+// ---------------------------------------------------------------------------
+// nxk_contract_gen: one thread an output, for what the tiles leave out.
+// ---------------------------------------------------------------------------
+
+// The plan's words (int64, contract_simt.py writes them): the scalars, then
+// the offsets (in words from the plan) of the walks and scale maps.
+#define NXK_CG_OUTS 0      // outputs: groups x batch x rows x cols
+#define NXK_CG_ROWS 1
+#define NXK_CG_COLS 2
+#define NXK_CG_K 3
+#define NXK_CG_NBATCH 4
+#define NXK_CG_SEG 5       // 0 none, 1 Rows, 2 Contracting
+#define NXK_CG_G 6         // Rows: b's groups axis extent; Contracting: groups
+#define NXK_CG_BG 7        // Rows: b's stride along its groups axis
+#define NXK_CG_DG 8        // Contracting: dst's stride along the groups axis
+#define NXK_CG_IG 9        // Contracting: init's stride along the groups axis
+#define NXK_CG_CODES 10    // a, b, init (-1: none), dst codes, same
+#define NXK_CG_SA 15       // a's scale: kind (0 none, 1 Exponent, 2 Value), code
+#define NXK_CG_SB 17       // b's scale: kind, code
+#define NXK_CG_SBG 19      // Rows: b's scale block and stride along b's groups axis
+#define NXK_CG_AT 21       // offsets: batch, rows, cols, K walks; a's scale maps
+                           // (batch, rows, K); b's (batch, K, cols)
+
+// A scale map: [n, base, then n x (div, ext, block, stride)]: index i of a
+// canonical part (its C order) is at scale position
+// base + sum ((i / div) % ext) / block * stride: each axis's index, divided by
+// its block, times the scale's stride (the scale's offset is one map's base).
+__device__ __noinline__ nxk_i64 nxk_cg_scale_at(const nxk_i64* __restrict__ m, nxk_i64 i) {
+    nxk_i64 p = m[1];
+    const nxk_i64 n = m[0];
+    for (nxk_i64 j = 0; j < n; ++j) {
+        const nxk_i64* e = m + 2 + 4 * j;
+        p += nxk_div(nxk_coord(i, e[0], e[1]), e[2]) * e[3];
+    }
+    return p;
+}
+
+// A block scale of kind 1 (Exponent: code e is 2^(e - 127), 255 NaN) or 2
+// (Value, its dtype's code) in the part type P.
+template <class P>
+__device__ __noinline__ P nxk_cg_scale(int kind, int code, const char* s, nxk_i64 p) {
+    if (kind == 1) {
+        const int e = (int)nxk_ld_u8(s, p);
+        if (e == 255) return (P)nxk_f32_of_bits(NXK_QNAN_F32);
+        return (P)nxk_pow2f(e - 127);
+    }
+    P v;
+    nxk_ct_ld(&v, code, s, p);
+    return v;
+}
+
+// The chain of an output: a real one fused step by step; a complex one as two
+// chains a part, of the even terms 2p (ar*br, ar*bi) and of the odd terms
+// 2p + 1 (-ai*bi, ai*br), summed at the end.
+template <class P, bool CX>
+struct NxkChain {
+    P er = (P)0, or_ = (P)0, ei = (P)0, oi = (P)0;
+    __device__ void step(P ar, P ai, P br, P bi) {
+        if (CX) {
+            er = nxk_ct_fma(ar, br, er);
+            or_ = nxk_ct_fma(-ai, bi, or_);
+            ei = nxk_ct_fma(ar, bi, ei);
+            oi = nxk_ct_fma(ai, br, oi);
+        } else {
+            er = nxk_ct_fma(ar, br, er);
+        }
+    }
+};
+
+// Store a complex result (parts re, im of P) into complex64 (18) or complex128 (17).
+template <class P>
+__device__ __noinline__ void nxk_cg_stc(int dtc, char* d, nxk_i64 p, P re, P im) {
+    if (dtc == 17) {
+        nxk_st_f64(d, 2 * p, (double)re);
+        nxk_st_f64(d, 2 * p + 1, (double)im);
+    } else {
+        nxk_st_f32(d, 2 * p, (float)re);
+        nxk_st_f32(d, 2 * p + 1, (float)im);
+    }
+}
+
+template <class P, bool CX>
+__global__ void __launch_bounds__(NXK_CT_THREADS)
+nxk_contract_gen(const nxk_i64* __restrict__ plan, const char* a, const char* b, const char* init, char* dst,
+                 const char* sa, const char* sb, const char* ids)
+{
+    const nxk_i64* bw = plan + plan[NXK_CG_AT + 0];
+    const nxk_i64* rw = plan + plan[NXK_CG_AT + 1];
+    const nxk_i64* cw = plan + plan[NXK_CG_AT + 2];
+    const nxk_i64* kw = plan + plan[NXK_CG_AT + 3];
+    const nxk_i64 rows = plan[NXK_CG_ROWS], cols = plan[NXK_CG_COLS], K = plan[NXK_CG_K];
+    const nxk_i64 nbatch = plan[NXK_CG_NBATCH], seg = plan[NXK_CG_SEG], g = plan[NXK_CG_G];
+    const int a_code = (int)plan[NXK_CG_CODES], b_code = (int)plan[NXK_CG_CODES + 1];
+    const int init_code = (int)plan[NXK_CG_CODES + 2], dst_code = (int)plan[NXK_CG_CODES + 3];
+    const int same = (int)plan[NXK_CG_CODES + 4];
+    const int sak = (int)plan[NXK_CG_SA], sac = (int)plan[NXK_CG_SA + 1];
+    const int sbk = (int)plan[NXK_CG_SB], sbc = (int)plan[NXK_CG_SB + 1];
+    const nxk_i64 step = (nxk_i64)gridDim.x * blockDim.x;
+    for (nxk_i64 o = (nxk_i64)blockIdx.x * blockDim.x + threadIdx.x; o < plan[NXK_CG_OUTS]; o += step) {
+        const nxk_i64 c = o % cols;
+        const nxk_i64 r = (o / cols) % rows;
+        const nxk_i64 t = (o / (cols * rows)) % nbatch;
+        const nxk_i64 e = o / (cols * rows * nbatch);   // Contracting: the group; else 0
+        nxk_i64 bp[5], rp[4], cp[3];
+        nxk_walk<5>(bw, t, bp);
+        nxk_walk<4>(rw, r, rp);
+        nxk_walk<3>(cw, c, cp);
+        nxk_i64 pa = bp[0] + rp[0], pb = bp[1] + cp[0];
+        nxk_i64 psa = 0, psb = 0;
+        if (sak) psa = nxk_cg_scale_at(plan + plan[NXK_CG_AT + 4], t) + nxk_cg_scale_at(plan + plan[NXK_CG_AT + 5], r);
+        if (sbk) psb = nxk_cg_scale_at(plan + plan[NXK_CG_AT + 7], t) + nxk_cg_scale_at(plan + plan[NXK_CG_AT + 9], c);
+        bool none = K == 0;   // an output without products
+        if (seg == 1) {
+            const nxk_i64 grp = nxk_ld_i64(ids, bp[4] + rp[3]);
+            none = none || grp < 0 || grp >= g;
+            if (!none) {
+                pb += grp * plan[NXK_CG_BG];
+                if (sbk) psb += nxk_div(grp, plan[NXK_CG_SBG]) * plan[NXK_CG_SBG + 1];
+            }
+        }
+        NxkChain<P, CX> ch;
+        bool took = false;
+        for (nxk_i64 k = 0; k < K && !none; ++k) {
+            nxk_i64 kp[3];
+            nxk_walk<3>(kw, k, kp);
+            if (seg == 2 && nxk_ld_i64(ids, bp[4] + kp[2]) != e) continue;
+            P ar, ai, br, bi;
+            nxk_ct_ldc(&ar, &ai, a_code, a, pa + kp[0]);
+            nxk_ct_ldc(&br, &bi, b_code, b, pb + kp[1]);
+            if (sak) {
+                const P s = nxk_cg_scale<P>(sak, sac, sa, psa + nxk_cg_scale_at(plan + plan[NXK_CG_AT + 6], k));
+                ar = ar * s;
+                ai = ai * s;
+            }
+            if (sbk) {
+                const P s = nxk_cg_scale<P>(sbk, sbc, sb, psb + nxk_cg_scale_at(plan + plan[NXK_CG_AT + 8], k));
+                br = br * s;
+                bi = bi * s;
+            }
+            ch.step(ar, ai, br, bi);
+            took = true;
+        }
+        none = none || !took;
+        const nxk_i64 pd = bp[2] + rp[1] + cp[1] + e * plan[NXK_CG_DG];
+        const nxk_i64 pi = bp[3] + rp[2] + cp[2] + e * plan[NXK_CG_IG];
+        P re = ch.er, im = (P)0;
+        if (CX) {
+            re = ch.er + ch.or_;
+            im = ch.ei + ch.oi;
+        }
+        if (init_code >= 0) {
+            P wr, wi;
+            nxk_ct_ldc(&wr, &wi, init_code, init, pi);
+            re = none ? wr : re + wr;
+            im = none ? wi : im + wi;
+        }
+        if (CX) nxk_cg_stc(dst_code, dst, pd, re, im);
+        else nxk_ct_st(same, dst_code, dst, pd, re);
     }
 }

@@ -57,8 +57,13 @@ def test_the_statement_keeps_the_protocol_and_states_the_orders() -> None:
     for key in ("reduce Sum", "reduce Prod", "scan"):
         assert key in st.association
     assert "lane order" in st.association["reduce Sum"] and "odd/even" in st.association["scan"]
-    for dt in (D.float32, D.float64):
-        assert st.error_factor(100, dt) == gamma(101, unit_roundoff(dt)) <= gamma(202, unit_roundoff(dt))
+    # e(K) within the contract's ceiling γ(2K + 2) at every K, exact at K = 0
+    # and for integers.
+    for dt in (D.float32, D.float64, D.complex64, D.complex128):
+        u = unit_roundoff(dt)
+        assert st.error_factor(0, dt) == 0.0
+        assert all(0 < st.error_factor(k, dt) <= gamma(2 * k + 2, u) for k in range(1, 300))
+    assert st.error_factor(100, D.int32) == 0.0
     assert "1 ulp" in st.algorithms["transcendental kinds"]
 
 
