@@ -1,0 +1,725 @@
+"""The attention kernel: fused flash attention, one CUDA source generated per
+program, dtypes and head dimensions (``kernels/nxk_attention.cuh``).
+
+Rules:
+
+* A block of 4 warps owns a tile of ``BM = 4·R`` query rows of one (lead
+  index, query head) and one split of its keys; warp w owns rows ``w·R`` to
+  ``w·R + R − 1`` of the tile. Key tiles of ``BN`` keys (32 or 64) stream
+  through shared memory with the query tile, every element widened exactly
+  into the accumulator A (float32 or float64) on its load; query head h
+  reads key head ``h // (hq / hk)``; Dense keys by their strides, Paged keys
+  through the table (an entry outside ``[0, pages)`` hides the key, which is
+  never read); keys at or past the lead index's length are never read.
+* Per pair: ``q·k`` a chain from +0 in increasing d (``nxk_attn_qk``), then
+  the score ``s × q·k`` (s rounded to A, one rounding), then the program
+  (:mod:`nxkernel_cuda.codegen`) over the score and the loads at the pair,
+  its Coord nodes reading the key (axis 0), the row (1), the head (2) and
+  the lead indices; output 0 hides the pair, output 1 is its logit x.
+* Online softmax per row (FlashAttention-2): the running maximum m
+  (NaN-propagating), e = exp(x − m) per visible pair (0 where m is −∞), the
+  tile's Σ e (each lane its keys in order, then a 5-level xor butterfly),
+  ``l = l·α + Σ e`` and the weighted values ``acc = acc·α`` then ``+ e·v``
+  in key order (``nxk_attn_wv``), α = exp(m_old − m_new), exactly 1 where
+  the maximum did not move. A hidden pair adds nothing anywhere, so a NaN or
+  an infinity at a hidden pair never reaches o or lse.
+* Splits: where the blocks of (lead, head, row tile) are fewer than
+  ``TARGET_BLOCKS`` (decode: tq = 1, long tk), the keys are cut into at most
+  ``MAX_SPLITS`` splits of whole key tiles, a function of the extents alone;
+  each leaves (m, l, acc) in scratch and ``kernels/attention.cu`` folds them
+  in split order. No atomics: the bits are the same on every launch.
+* A row of no visible pair or of only −∞ outputs: o = +0, lse = −∞; the
+  maximum +∞: lse = +∞ (o a NaN); a NaN output: NaNs. o = acc / l + 0,
+  rounded once into its dtype; lse = m + ln l (in double for float32),
+  rounded once into A.
+* Masks of the form ``key ≤ row + c`` (``key < row + c``), alone or And-ed
+  with anything (causal attention), give each row tile its last key, so key
+  tiles no row of it sees are skipped (the program still runs per pair).
+* Declined (before any array is touched, as :func:`declines` says): Padded
+  loads, a float64 q, k or v with a float32 accumulator (they do not widen
+  into it), head dimensions whose tiles do not fit ``SHARED_BYTES`` of
+  shared memory (float32: dk = dv up to 174; float64: up to 86), and an o
+  identical to k or v (other blocks would read what it writes; an o
+  identical to q or to a load is computed: a block reads those only at its
+  own rows, before it writes them).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, final
+
+import numpy as np
+
+from nxkernel_core import dtype as D
+from nxkernel_core import shape as SH
+from nxkernel_core import spec as S
+from nxkernel_core.answer import Answer
+from nxkernel_core.array import Array
+from nxkernel_core.door import door
+from nxkernel_core.dtype import Dtype
+from nxkernel_core.kernel import Call, KernelStatement, unit_roundoff
+from nxkernel_core.prog import Binary, Compare, Const, Convert, Coord, Op1, Op2, Prog
+
+from . import codegen, loops
+from .build import Source, file_source, render
+from .device import CudaRig
+from .launch import Arg
+
+__all__ = [
+    "ALGORITHM",
+    "ASSOCIATION",
+    "COMBINE_KERNELS",
+    "KERNEL",
+    "PROSE",
+    "STATEMENT",
+    "Tiles",
+    "attention",
+    "attention_code",
+    "attention_source",
+    "combine_source",
+    "declines",
+    "epsilon",
+    "tiles_for",
+]
+
+#: The kernel of every generated attention source.
+KERNEL: Final = "nxk_attention"
+#: The split combine, one per accumulator.
+COMBINE_KERNELS: Final = ("nxk_attn_combine<float>", "nxk_attn_combine<double>")
+#: Threads (4 warps) of an attention block.
+THREADS: Final = 128
+#: Shared memory a block's tiles may take: CUDA's static limit, with no opt-in.
+SHARED_BYTES: Final = 48 * 1024
+#: (rows per warp R, keys per tile BN), tried in order: the first whose tiles fit.
+CONFIGS: Final = ((8, 64), (4, 64), (4, 32), (2, 32), (1, 32))
+#: Blocks below which the keys are split (a constant: never the device's SM count).
+TARGET_BLOCKS: Final = 256
+#: Splits of a row's keys, at most.
+MAX_SPLITS: Final = 32
+#: Key tiles a split holds, at least.
+MIN_TILES_PER_SPLIT: Final = 4
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Tiles:
+    """A block's tiles: R rows per warp (BM = 4R rows), BN keys per key tile."""
+
+    rows: int
+    keys: int
+
+    @property
+    def bm(self) -> int:
+        return 4 * self.rows
+
+
+def shared_bytes(tiles: Tiles, dk: int, dv: int, acc: Dtype) -> int:
+    """Dynamic shared memory of a block: the keys' and values' element offsets
+    (int64, BN each), then in the accumulator q [BM; dk], kᵀ [dk; BN + 1],
+    v [BN; dv] and the weights [BM; BN]."""
+    a = acc.itemsize
+    bm, bn = tiles.bm, tiles.keys
+    return 16 * bn + a * (bm * dk + dk * (bn + 1) + bn * dv + bm * bn)
+
+
+def tiles_for(dk: int, dv: int, acc: Dtype) -> Tiles | None:
+    """The first of ``CONFIGS`` whose tiles fit ``SHARED_BYTES``, or None: a
+    function of dk, dv and the accumulator alone."""
+    for rows, keys in CONFIGS:
+        t = Tiles(rows, keys)
+        if shared_bytes(t, dk, dv, acc) <= SHARED_BYTES:
+            return t
+    return None
+
+
+# --------------------------------------------------------------------------
+# What it declines
+# --------------------------------------------------------------------------
+
+
+def _reason(spec: S.Attention, dtypes: Sequence[Dtype], dk: int, dv: int) -> str | None:
+    """Why nx.cuda declines this attention (q, k, v of ``dtypes``), or None."""
+    padded = [i for i, ld in enumerate(spec.loads) if isinstance(ld, S.Padded)]
+    if padded:
+        return f"load {padded[0]} is Padded, and nx.cuda's attention reads Plain loads only"
+    if spec.acc is D.float32 and D.float64 in dtypes:
+        return "a float64 q, k or v does not widen into the float32 accumulator"
+    if tiles_for(dk, dv, spec.acc) is None:
+        return (f"head dimensions dk = {dk}, dv = {dv} with a {spec.acc.name} accumulator: the tiles "
+                f"do not fit {SHARED_BYTES // 1024} KiB of shared memory")
+    return None
+
+
+def _aliasing_reason(dsts: Sequence[Array], operands: Sequence[Array]) -> str | None:
+    """Why a call whose o is k or v itself is declined (other blocks would
+    read the keys or values it writes), or None."""
+    if dsts and any(x.identical(dsts[0]) for x in operands[1:3]):
+        return "nx.cuda declines an attention whose o is k or v itself"
+    return None
+
+
+def declines(call: Call) -> str | None:
+    """Why ``attention`` declines ``call``, or None where it computes it (a
+    call that does not fit is None here: the kernel refuses it)."""
+    spec = call.spec
+    assert isinstance(spec, S.Attention)
+    if len(call.operands) != spec.n_operands() or len(call.operands) < 3:
+        return None
+    ops = call.operands
+    if ops[0].rank < 1 or ops[2].rank < 1:
+        return None
+    why = _reason(spec, [o.dtype for o in ops[:3]], ops[0].shape[-1], ops[2].shape[-1])
+    return why if why is not None else _aliasing_reason(call.dsts, ops)
+
+
+# --------------------------------------------------------------------------
+# Causal limits: key ≤ row + c
+# --------------------------------------------------------------------------
+
+#: Offsets beyond this are not used: row + c stays far from int64's wrap.
+_SAFE: Final = 1 << 60
+
+
+def _row_plus(prog: Prog, i: int) -> int | None:
+    """c where node i is the int64 value ``row + c`` (Coord 1, plus or minus a
+    constant), else None."""
+    node = prog.nodes[i]
+    if prog.dtype(i) is not D.int64:
+        return None
+    if isinstance(node, Coord):
+        return 0 if node.axis == 1 else None
+    if isinstance(node, Op1) and node.kind is Convert.COPY:
+        return _row_plus(prog, node.x)
+    if isinstance(node, Op2) and node.kind in (Binary.ADD, Binary.SUB):
+        x, y = prog.nodes[node.x], prog.nodes[node.y]
+        if isinstance(y, Const):
+            c = int(np.frombuffer(y.bits, dtype="<i8")[0])
+            base = _row_plus(prog, node.x)
+            if base is not None and abs(c) < _SAFE:
+                return base + c if node.kind is Binary.ADD else base - c
+        if isinstance(x, Const) and node.kind is Binary.ADD:
+            c = int(np.frombuffer(x.bits, dtype="<i8")[0])
+            base = _row_plus(prog, node.y)
+            if base is not None and abs(c) < _SAFE:
+                return base + c
+    return None
+
+
+def _is_key(prog: Prog, i: int) -> bool:
+    node = prog.nodes[i]
+    if isinstance(node, Op1) and node.kind is Convert.COPY:
+        return _is_key(prog, node.x)
+    return isinstance(node, Coord) and node.axis == 0 and prog.dtype(i) is D.int64
+
+
+def _limit(prog: Prog, i: int) -> int | None:
+    """c such that bool node i holds only where ``key ≤ row + c``, or None
+    where the program shows none (Compare of Coord 0 with Coord 1 plus a
+    constant, through Copy and And)."""
+    node = prog.nodes[i]
+    if isinstance(node, Op1) and node.kind is Convert.COPY:
+        return _limit(prog, node.x)
+    if not isinstance(node, Op2):
+        return None
+    if node.kind is Binary.AND and prog.dtype(i) is D.bool_:
+        got = [c for c in (_limit(prog, node.x), _limit(prog, node.y)) if c is not None]
+        return min(got) if got else None
+    if node.kind in (Compare.LESS, Compare.LESS_EQUAL) and _is_key(prog, node.x):
+        c = _row_plus(prog, node.y)
+        if c is not None:
+            return c if node.kind is Compare.LESS_EQUAL else c - 1
+    return None
+
+
+def key_limit(prog: Prog) -> int | None:
+    """c where program output 0 implies ``key ≤ row + c``, else None."""
+    return _limit(prog, prog.outs[0])
+
+
+# --------------------------------------------------------------------------
+# The source
+# --------------------------------------------------------------------------
+
+# Slots: eval (codegen.eval_code); acc, A's C type; rows, keys, dk, dv, vpl,
+# paged, words (one unit's descriptor words), the tile constants; q_at, k_at,
+# v_at, element loads widened into A (b the base, p the element position);
+# load_params, one pointer per load; loads, the load statements of a pair
+# (in<1+i>); coords, nxk_eval's Coord arguments; nargs, its operands.
+# Variables: u the unit's words, r0 the tile's first row, [kb, ke) the keys
+# this block reads, t0 the key tile's first key, n its keys, s the q·k
+# chains then the pairs' outputs x, hid the hidden pairs.
+_TEMPLATE: Final = string.Template("""\
+#include "nxk_scalar.cuh"
+#include "nxk_attention.cuh"
+
+${eval}
+typedef ${acc} A;
+constexpr int NXK_R = ${rows};
+constexpr int NXK_BM = 4 * NXK_R;
+constexpr int NXK_BN = ${keys};
+constexpr int NXK_KPL = NXK_BN / 32;
+constexpr int NXK_LDK = NXK_BN + 1;
+constexpr int NXK_DK = ${dk};
+constexpr int NXK_DV = ${dv};
+constexpr int NXK_VPL = ${vpl};
+constexpr bool NXK_PAGED = ${paged};
+constexpr int NXK_WORDS = ${words};
+
+extern __shared__ double nxk_attn_smem[];
+
+__device__ __forceinline__ A nxk_q_at(const char* b, nxk_i64 p) { return (A)(${q_at}); }
+__device__ __forceinline__ A nxk_k_at(const char* b, nxk_i64 p) { return (A)(${k_at}); }
+__device__ __forceinline__ A nxk_v_at(const char* b, nxk_i64 p) { return (A)(${v_at}); }
+
+extern "C" __global__ void __launch_bounds__(128)
+nxk_attention(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ units, nxk_i64 blocks,
+              nxk_i64 row_tiles, nxk_i64 nsplit, nxk_i64 split_keys, nxk_i64 tq, nxk_i64 tk,
+              nxk_i64 page, nxk_i64 pages, nxk_i64 limited, nxk_i64 limit, double scale_in, int o_code,
+              const char* q, const char* k, const char* v, const char* table, const char* lengths,
+              ${load_params}char* o, char* lse, A* part)
+{
+    nxk_i64* kbase = (nxk_i64*)nxk_attn_smem;  // [BN] each key's element offset, -1 if unread
+    nxk_i64* vbase = kbase + NXK_BN;
+    A* qs = (A*)(vbase + NXK_BN);              // [BM][DK]
+    A* kt = qs + NXK_BM * NXK_DK;               // [DK][LDK]
+    A* vs = kt + NXK_DK * NXK_LDK;              // [BN][DV]
+    A* ps = vs + NXK_BN * NXK_DV;               // [BM][BN] weights, NXK_ATTN_HIDDEN if hidden
+    const A scale = (A)scale_in;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    for (nxk_i64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
+        const nxk_i64 sp = blk % nsplit;
+        const nxk_i64 rt = (blk / nsplit) % row_tiles;
+        const nxk_i64 unit = blk / (nsplit * row_tiles);
+        const nxk_i64* u = units + unit * NXK_WORDS;
+        const nxk_i64 r0 = rt * NXK_BM;
+        nxk_i64 kmax = tk;
+        if (u[NXK_ATTN_U_LEN] >= 0) {
+            const nxk_i64 len = nxk_ld_i64(lengths, u[NXK_ATTN_U_LEN]);
+            kmax = len < 0 ? 0 : (len < tk ? len : tk);
+        }
+        const nxk_i64 kb = sp * split_keys;
+        nxk_i64 ke = kb + split_keys < kmax ? kb + split_keys : kmax;
+        if (limited) {
+            const nxk_i64 last = (r0 + NXK_BM < tq ? r0 + NXK_BM : tq) - 1;
+            if (last + limit + 1 < ke) ke = last + limit + 1;
+        }
+        __syncthreads();  // the previous item's tiles are read
+        if constexpr (NXK_DK > 0) {
+            for (int i = tid; i < NXK_BM * NXK_DK; i += blockDim.x) {
+                const nxk_i64 row = r0 + i / NXK_DK;
+                const nxk_i64 d = i % NXK_DK;
+                const nxk_i64 at = u[NXK_ATTN_U_Q] + row * g[NXK_ATTN_G_Q_ROW] + d * g[NXK_ATTN_G_Q_D];
+                qs[i] = row < tq ? nxk_q_at(q, at) : (A)0;
+            }
+        }
+        A m[NXK_R], l[NXK_R], acc[NXK_R][NXK_VPL];
+#pragma unroll
+        for (int i = 0; i < NXK_R; ++i) {
+            m[i] = nxk_attn_ninf<A>();
+            l[i] = (A)0;
+#pragma unroll
+            for (int c = 0; c < NXK_VPL; ++c) acc[i][c] = (A)0;
+        }
+        for (nxk_i64 t0 = kb; t0 < ke; t0 += NXK_BN) {
+            const int n = (int)(ke - t0 < NXK_BN ? ke - t0 : NXK_BN);
+            __syncthreads();  // the previous key tile is read
+            if (tid < NXK_BN) {
+                const nxk_i64 key = t0 + tid;
+                nxk_i64 kpos = -1, vpos = -1;
+                if (tid < n) {
+                    if (NXK_PAGED) {
+                        const nxk_i64 at = u[NXK_ATTN_U_TABLE] + (key / page) * g[NXK_ATTN_G_TABLE];
+                        const nxk_i64 e = nxk_ld_i64(table, at);
+                        const nxk_i64 t = key % page;
+                        if (e >= 0 && e < pages) {
+                            kpos = u[NXK_ATTN_U_K] + e * g[NXK_ATTN_G_K_PAGE] + t * g[NXK_ATTN_G_K_T];
+                            vpos = u[NXK_ATTN_U_V] + e * g[NXK_ATTN_G_V_PAGE] + t * g[NXK_ATTN_G_V_T];
+                        }
+                    } else {
+                        kpos = u[NXK_ATTN_U_K] + key * g[NXK_ATTN_G_K_T];
+                        vpos = u[NXK_ATTN_U_V] + key * g[NXK_ATTN_G_V_T];
+                    }
+                }
+                kbase[tid] = kpos;
+                vbase[tid] = vpos;
+            }
+            __syncthreads();
+            if constexpr (NXK_DK > 0) {
+                for (int i = tid; i < NXK_BN * NXK_DK; i += blockDim.x) {
+                    const int j = i / NXK_DK, d = i % NXK_DK;
+                    const nxk_i64 at = kbase[j] + d * g[NXK_ATTN_G_K_D];
+                    kt[d * NXK_LDK + j] = kbase[j] >= 0 ? nxk_k_at(k, at) : (A)0;
+                }
+            }
+            if constexpr (NXK_DV > 0) {
+                for (int i = tid; i < NXK_BN * NXK_DV; i += blockDim.x) {
+                    const int j = i / NXK_DV, c = i % NXK_DV;
+                    vs[i] = vbase[j] >= 0 ? nxk_v_at(v, vbase[j] + c * g[NXK_ATTN_G_V_D]) : (A)0;
+                }
+            }
+            __syncthreads();
+            A s[NXK_R][NXK_KPL];
+            nxk_attn_qk<A, NXK_R, NXK_KPL>(qs + warp * NXK_R * NXK_DK, NXK_DK, kt, NXK_LDK, NXK_DK, lane, s);
+#pragma unroll
+            for (int i = 0; i < NXK_R; ++i) {
+                const nxk_i64 row = r0 + warp * NXK_R + i;
+                bool hid[NXK_KPL];
+                A tmax = nxk_attn_ninf<A>();
+#pragma unroll
+                for (int c = 0; c < NXK_KPL; ++c) {
+                    const int j = lane + 32 * c;
+                    const nxk_i64 key = t0 + j;
+                    hid[c] = true;
+                    if (row < tq && j < n && kbase[j] >= 0) {
+                        const A in0 = scale * s[i][c];
+${loads}
+                        nxk_u8 seen;
+                        A x;
+                        nxk_eval(in0, ${nargs}&seen, &x);
+                        if (seen != 0) {
+                            hid[c] = false;
+                            s[i][c] = x;
+                            tmax = nxk_attn_max(tmax, x);
+                        }
+                    }
+                }
+                const A mnew = nxk_attn_max(m[i], nxk_attn_warp_max(tmax));
+                const A alpha = nxk_attn_rescale(m[i], mnew);
+                const A shift = nxk_attn_shift(mnew);
+                A sum = (A)0;
+#pragma unroll
+                for (int c = 0; c < NXK_KPL; ++c) {
+                    const A e = hid[c] ? (A)0 : nxk_attn_exp(s[i][c] - shift);
+                    ps[(warp * NXK_R + i) * NXK_BN + lane + 32 * c] = hid[c] ? (A)NXK_ATTN_HIDDEN : e;
+                    sum = sum + e;
+                }
+                l[i] = l[i] * alpha + nxk_attn_warp_sum(sum);
+                m[i] = mnew;
+#pragma unroll
+                for (int c = 0; c < NXK_VPL; ++c) acc[i][c] = acc[i][c] * alpha;
+            }
+            __syncwarp();
+            nxk_attn_wv<A, NXK_R, NXK_VPL>(ps + warp * NXK_R * NXK_BN, NXK_BN, vs, NXK_DV, n, NXK_DV, lane,
+                                           acc);
+        }
+#pragma unroll
+        for (int i = 0; i < NXK_R; ++i) {
+            const nxk_i64 row = r0 + warp * NXK_R + i;
+            if (row >= tq) continue;
+            if (nsplit == 1) {
+#pragma unroll
+                for (int c = 0; c < NXK_VPL; ++c) {
+                    const int col = lane + 32 * c;
+                    const nxk_i64 at = u[NXK_ATTN_U_O] + row * g[NXK_ATTN_G_O_ROW] + col * g[NXK_ATTN_G_O_D];
+                    const double oc = (double)nxk_attn_o(m[i], l[i], acc[i][c]);
+                    if (col < NXK_DV) nxk_store_float(o_code, o, at, oc);
+                }
+                const nxk_i64 at = u[NXK_ATTN_U_LSE] + row * g[NXK_ATTN_G_LSE_ROW];
+                if (lane == 0) nxk_attn_st(lse, at, nxk_attn_lse_of(m[i], l[i]));
+            } else {
+                A* st = part + ((unit * tq + row) * nsplit + sp) * (NXK_DV + 2);
+                if (lane == 0) {
+                    st[0] = m[i];
+                    st[1] = l[i];
+                }
+#pragma unroll
+                for (int c = 0; c < NXK_VPL; ++c) {
+                    const int col = lane + 32 * c;
+                    if (col < NXK_DV) st[2 + col] = acc[i][c];
+                }
+            }
+        }
+    }
+}
+""")
+
+
+def _widen(dt: Dtype) -> str:
+    """The C expression of an element of ``dt`` at ``p`` of ``b``, as a float or double (exact)."""
+    load = codegen.load_expr(dt, "b", "p")
+    sc = codegen.scalar(dt)
+    return f"nxk_val_{sc.name}({load})" if sc.narrow else load
+
+
+def attention_code(prog: Prog, loads: tuple[Dtype, ...], q: Dtype, k: Dtype, v: Dtype, acc: Dtype,
+                   dk: int, dv: int, tiles: Tiles, paged: bool) -> str:
+    """The CUDA source of the attention kernel for ``prog`` over loads of
+    these dtypes (pure)."""
+    axes = codegen.coord_axes(prog)
+    n_loads = len(loads)
+    lines = []
+    for i, dt in enumerate(loads):
+        pos = (f"u[NXK_ATTN_WORDS_FIXED + {i}] + row * g[NXK_ATTN_G_FIXED + {2 * i}]"
+               f" + key * g[NXK_ATTN_G_FIXED + {2 * i + 1}]")
+        lines.append(f"                        const {codegen.scalar(dt).ctype} in{i + 1} = "
+                     f"{codegen.load_expr(dt, f'a{i}', pos)};")
+    extra = [a for a in axes if a >= 2]
+    coord = {0: "key", 1: "row"}
+    coord.update({a: f"u[NXK_ATTN_WORDS_FIXED + {n_loads + j}]" for j, a in enumerate(extra)})
+    nargs = "".join(f"in{i + 1}, " for i in range(n_loads)) + "".join(f"{coord[a]}, " for a in axes)
+    return render(
+        _TEMPLATE, eval=codegen.eval_code(prog), acc="float" if acc is D.float32 else "double",
+        rows=str(tiles.rows), keys=str(tiles.keys), dk=str(dk), dv=str(dv), vpl=str(max(1, -(-dv // 32))),
+        paged="true" if paged else "false", words=str(7 + n_loads + len(extra)),
+        q_at=_widen(q), k_at=_widen(k), v_at=_widen(v),
+        load_params="".join(f"const char* a{i}, " for i in range(n_loads)),
+        loads="\n".join(lines), nargs=nargs)
+
+
+@functools.lru_cache(maxsize=256)
+def attention_source(prog: Prog, loads: tuple[Dtype, ...], q: Dtype, k: Dtype, v: Dtype, acc: Dtype,
+                     dk: int, dv: int, tiles: Tiles, paged: bool) -> Source:
+    """The attention source of these (cached)."""
+    return Source("attention_gen.cu", attention_code(prog, loads, q, k, v, acc, dk, dv, tiles, paged),
+                  (KERNEL,))
+
+
+@functools.cache
+def combine_source() -> Source:
+    """``kernels/attention.cu``: the split combine, per accumulator."""
+    return file_source("attention.cu", COMBINE_KERNELS)
+
+
+# --------------------------------------------------------------------------
+# The call
+# --------------------------------------------------------------------------
+
+
+def _misfit(spec: S.Attention, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+    """The refusal of a call that does not fit (arity, shapes, dtypes), else None."""
+    if len(operands) != spec.n_operands() or len(dsts) != 2:
+        return Answer.BAD_ARITY
+    shapes = SH.attention(spec, [a.shape for a in operands])
+    if isinstance(shapes, SH.Error):
+        return Answer.SHAPE_MISMATCH
+    n_kv = 3 if isinstance(spec.kv, S.Dense) else 4
+    first = n_kv + spec.lengths
+    refusal = SH.attention_refusal(spec.prog, operands[0].dtype, operands[0].rank, dsts[0].dtype,
+                                   spec.acc, [a.dtype for a in operands[first:]], spec.loads)
+    if refusal is not None:
+        return refusal[0]
+    k, v = operands[1], operands[2]
+    if not (k.dtype.is_float and v.dtype.is_float) or dsts[0].dtype is not v.dtype:
+        return Answer.WRONG_DTYPE
+    if dsts[1].dtype is not spec.acc:
+        return Answer.WRONG_DTYPE
+    if n_kv == 4 and operands[3].dtype is not D.int64:
+        return Answer.WRONG_DTYPE
+    if spec.lengths and operands[n_kv].dtype is not D.int64:
+        return Answer.WRONG_DTYPE
+    if any(d.shape != s for d, s in zip(dsts, shapes, strict=True)):
+        return Answer.SHAPE_MISMATCH
+    return None
+
+
+def splits(units: int, row_tiles: int, tk: int, tiles: Tiles) -> tuple[int, int]:
+    """(nsplit, keys per split): a function of the extents alone. One split
+    where the (unit, row tile) blocks reach ``TARGET_BLOCKS`` or the keys are
+    few; else as many as fill them, each of at least ``MIN_TILES_PER_SPLIT``
+    whole key tiles, at most ``MAX_SPLITS``."""
+    key_tiles = -(-tk // tiles.keys)
+    work = units * row_tiles
+    if work == 0 or work >= TARGET_BLOCKS or key_tiles < 2 * MIN_TILES_PER_SPLIT:
+        return 1, max(tk, 1)
+    want = min(MAX_SPLITS, -(-TARGET_BLOCKS // work), key_tiles // MIN_TILES_PER_SPLIT)
+    per = -(-key_tiles // want) * tiles.keys
+    return -(-tk // per), per
+
+
+def _offsets(a: Array, lead: tuple[int, ...], axes: Sequence[int], idx: np.ndarray) -> np.ndarray:
+    """Element offsets of ``a`` at the lead indices ``idx`` ([n, len(lead)])
+    along its axes ``axes`` (one per lead axis), plus its layout's offset."""
+    st = np.asarray([a.layout.strides[ax] for ax in axes], dtype=np.int64)
+    off = np.full(idx.shape[0], a.layout.offset, dtype=np.int64)
+    return off + (idx @ st if len(lead) else 0)
+
+
+def _launch(dev: CudaRig, spec: S.Attention, dsts: Sequence[Array], operands: Sequence[Array],
+            tiles: Tiles) -> None:
+    """Queue the attention kernel (and the combine, where the keys are split)."""
+    paged = isinstance(spec.kv, S.Paged)
+    n_kv = 4 if paged else 3
+    q, k, v = operands[:3]
+    table = operands[3] if paged else None
+    lengths = operands[n_kv] if spec.lengths else None
+    loads = list(operands[n_kv + spec.lengths:])
+    o, lse = dsts
+    lead = tuple(q.shape[:-3])
+    nl = len(lead)
+    hq, tq, dk = q.shape[-3:]
+    dv = v.shape[-1]
+    if paged:
+        assert table is not None
+        hk, page, pages, tk = k.shape[1], k.shape[2], k.shape[0], table.shape[-1] * k.shape[2]
+    else:
+        hk, page, pages, tk = k.shape[-3], 1, 0, k.shape[-2]
+    n_units = math.prod(lead) * hq
+    if n_units * tq == 0:
+        return
+    group = hq // hk
+    lead_idx = np.asarray(list(np.ndindex(*lead)), dtype=np.int64).reshape(math.prod(lead), nl)
+    b_idx = np.repeat(lead_idx, hq, axis=0)  # unit = b * hq + h
+    heads = np.tile(np.arange(hq, dtype=np.int64), max(len(lead_idx), 1))
+    lax = list(range(nl))
+    cols = [_offsets(q, lead, lax, b_idx) + heads * q.layout.strides[nl],
+            _offsets(o, lead, lax, b_idx) + heads * o.layout.strides[nl],
+            _offsets(lse, lead, lax, b_idx) + heads * lse.layout.strides[nl]]
+    if paged:
+        assert table is not None
+        cols += [k.layout.offset + (heads // group) * k.layout.strides[1],
+                 v.layout.offset + (heads // group) * v.layout.strides[1]]
+    else:
+        cols += [_offsets(k, lead, lax, b_idx) + (heads // group) * k.layout.strides[nl],
+                 _offsets(v, lead, lax, b_idx) + (heads // group) * v.layout.strides[nl]]
+    cols.append(_offsets(lengths, lead, lax, b_idx) if lengths is not None else np.full(n_units, -1))
+    cols.append(_offsets(table, lead, lax, b_idx) if table is not None else np.zeros(n_units, np.int64))
+    cols += [_offsets(a, lead, lax, b_idx) + heads * a.layout.strides[nl] for a in loads]
+    for axis in (a for a in codegen.coord_axes(spec.prog) if a >= 2):
+        cols.append(heads if axis == 2 else b_idx[:, nl - (axis - 2)])
+    units = np.stack([np.asarray(c, dtype=np.int64) for c in cols], axis=1)
+    g = [q.layout.strides[-2], q.layout.strides[-1], o.layout.strides[-2], o.layout.strides[-1],
+         lse.layout.strides[-1]]
+    if paged:
+        assert table is not None
+        g += [k.layout.strides[2], k.layout.strides[3], v.layout.strides[2], v.layout.strides[3],
+              k.layout.strides[0], v.layout.strides[0], table.layout.strides[-1]]
+    else:
+        g += [k.layout.strides[-2], k.layout.strides[-1], v.layout.strides[-2], v.layout.strides[-1], 0, 0, 0]
+    for a in loads:
+        g += [a.layout.strides[-2], a.layout.strides[-1]]
+    g_ptr = loops.upload(dev, g)
+    u_ptr = loops.upload(dev, units.reshape(-1).tolist())
+    row_tiles = -(-tq // tiles.bm)
+    nsplit, per = splits(n_units, row_tiles, tk, tiles)
+    blocks = n_units * row_tiles * nsplit
+    limit = key_limit(spec.prog)
+    lim = 0 if limit is None else max(-(tq + 1), min(limit, tk))
+    acc_bytes = spec.acc.itemsize
+    part_buf, part = (loops.scratch(dev, n_units * tq * nsplit * (dv + 2) * acc_bytes) if nsplit > 1
+                      else (None, loops.base(dev, lse)))
+    source = attention_source(spec.prog, tuple(a.dtype for a in loads), q.dtype, k.dtype, v.dtype, spec.acc,
+                              dk, dv, tiles, paged)
+    base = loops.base
+    args: list[Arg] = [
+        g_ptr, u_ptr, np.int64(blocks), np.int64(row_tiles), np.int64(nsplit), np.int64(per), np.int64(tq),
+        np.int64(tk), np.int64(page), np.int64(pages), np.int64(limit is not None), np.int64(lim),
+        np.float64(spec.scale), np.int32(o.dtype.code), base(dev, q), base(dev, k), base(dev, v),
+        base(dev, table if table is not None else q), base(dev, lengths if lengths is not None else q),
+        *(base(dev, a) for a in loads), base(dev, o), base(dev, lse), part]
+    dev.load(source).function(KERNEL)((min(blocks, loops.MAX_BLOCKS),), (THREADS,), args,
+                                      shared_bytes=shared_bytes(tiles, dk, dv, spec.acc))
+    if nsplit > 1:
+        n = n_units * tq * (dv + 1)
+        ctype = "float" if spec.acc is D.float32 else "double"
+        dev.load(combine_source()).function(f"nxk_attn_combine<{ctype}>")(
+            (loops.blocks_for(n),), (loops.THREADS,),
+            [g_ptr, u_ptr, np.int64(units.shape[1]), np.int64(tq), np.int64(dv), np.int64(nsplit),
+             np.int64(n), np.int32(o.dtype.code), part, base(dev, o), base(dev, lse)])
+    del part_buf  # held until both launches are queued
+
+
+def attention(spec: S.Attention, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """``S.attention``: o and lse of every query row (the module's doc)."""
+    misfit = _misfit(spec, dsts, operands)
+    if misfit is not None:
+        return misfit
+    dev = loops.cuda_device([*dsts, *operands])
+    if dev is None or any(x.device is not dev for x in (*dsts, *operands)):
+        return Answer.WRONG_DEVICE
+    dk, dv = operands[0].shape[-1], operands[2].shape[-1]
+    if (_reason(spec, [o.dtype for o in operands[:3]], dk, dv) is not None
+            or _aliasing_reason(dsts, operands) is not None):
+        return Answer.DECLINED
+    tiles = tiles_for(dk, dv, spec.acc)
+    assert tiles is not None
+    with door(dsts, operands, device=dev) as refusal:
+        if refusal is not None:
+            return refusal
+        _launch(dev, spec, dsts, operands, tiles)
+    return Answer.DONE
+
+
+# --------------------------------------------------------------------------
+# The statement
+# --------------------------------------------------------------------------
+
+
+def rho(acc: Dtype) -> float:
+    """The relative error of the exponentials: float32 computes exp in double
+    and rounds once (u + 2^-52); float64 is the C library's or libdevice's,
+    within 1 ulp (2u)."""
+    u = unit_roundoff(acc)
+    return u + 2.0**-52 if acc is D.float32 else 2 * u
+
+
+def rescales(tk: int, tiles: Tiles) -> int:
+    """T: key tiles plus splits a row's weights pass through, at most:
+    ⌈tk / BN⌉ + MAX_SPLITS."""
+    return -(-tk // tiles.keys) + MAX_SPLITS
+
+
+def epsilon(acc: Dtype, b: float, tk: int, dk: int, dv: int) -> float:
+    """The stated ε on |lse − L|: (6b + 3 ln tk + 8T + 12)·u, T the rescales
+    (:func:`rescales`), b a bound on the visible outputs' magnitudes, u the
+    accumulator's unit roundoff; 0 for tk ≤ 1 beyond the rounding of lse."""
+    u = unit_roundoff(acc)
+    tiles = tiles_for(dk, dv, acc)
+    assert tiles is not None
+    t = rescales(tk, tiles)
+    return (6 * b + 3 * math.log(max(tk, 1)) + 8 * t + 12) * u
+
+
+#: What attention computes and declines, in words.
+PROSE: Final = (
+    "fused flash attention (FlashAttention-2 style; SIMT, 4 warps a block over a tile of 4R query rows of "
+    "one lead index and query head, key tiles of 32 or 64 keys streamed through shared memory, online "
+    "softmax): Dense keys and values of any layout or Paged pools through a table (an entry outside "
+    "[0, pages) hides its keys, never read), hk dividing hq (grouped and multi-query heads), lengths per "
+    "lead index (keys past the length never read), any program over the pair and Plain "
+    "loads (compiled into the kernel; Coord nodes read key, row, head and lead indices), q, k and v of any "
+    "float dtype widened exactly into a float32 or float64 accumulator, o in v's dtype rounded once, lse "
+    "in the accumulator; decode shapes split over key tiles with a combine in split order. Declines "
+    "Padded loads, a float64 q, k or v with a float32 accumulator, an o identical to k or v, and head "
+    "dimensions whose tiles exceed 48 KiB of shared memory (16·BN + a·(BM·dk + dk·(BN + 1) + BN·dv + BM·BN) "
+    "bytes, a the accumulator's size, for every (R, BN) of (8, 64), (4, 64), (4, 32), "
+    "(2, 32), (1, 32), BM = 4R: float32 dk = dv up to 174, float64 up to 86)."
+)
+
+#: The association of attention's sums.
+ASSOCIATION: Final = (
+    "q·k: a chain from +0 over d = 0 … dk − 1 in the accumulator, each product rounded then added (no "
+    "fma), within γ(dk) Σ|qᵢkᵢ| ≤ e(dk); then s × q·k, one rounding. Weights: per row and key tile "
+    "(32 or 64 keys), e = exp(x − m) (m the running maximum, 0 where it is −∞), each lane summing its "
+    "keys j ≡ lane (mod 32) in increasing order from +0, then a 5-level xor butterfly; the running sum "
+    "l = l·α + that, α = exp(m_old − m_new) (exactly 1 where m did not move); splits combined in split "
+    "order from +0, each scaled by exp(m_s − M). o: per row and element, a chain in increasing key order "
+    "from +0 (acc = acc·α at each key tile, then + e·v per visible key, each product rounded), splits "
+    "combined in split order from +0; o = acc / l + 0, rounded once into o's dtype. Every addition of a "
+    "nonzero term is one of at most tk − 1 on its path: within γ(tk − 1) Σ|wⱼ||vⱼ| ≤ e(tk) of Σ wⱼvⱼ, "
+    "the weights wⱼ it applies being e·(the α and split scales)/l with each product's rounding. No "
+    "atomics: the same bits on every launch; the tiles (BN) and splits are functions of dk, dv, the "
+    "accumulator and the extents."
+)
+
+#: How attention computes, its ε and its NaN rules.
+ALGORITHM: Final = (
+    "ε: |lse − L| ≤ (6b + 3 ln tk + 8T + 12)·u, u the accumulator's unit roundoff, b a bound on the visible "
+    "outputs' magnitudes, T = ⌈tk / BN⌉ + 32 (key tiles plus splits), barring overflow and underflow "
+    "(first order: each e within 2bu + ρ, ρ ≤ 2u the exponential's error — float32 computes exp and "
+    "lse = m + ln l in double, rounded once; float64 the C library's or libdevice's, ≤ 1 ulp — the "
+    "rescales' product within 2bu + T(ρ + u), l's additions ≤ (2T + 7)u, lse's rounding (b + ln tk)u). "
+    "Weights w = e·(scales)/l, each product p·v rounded: exp(x − L + δ), |δ| ≤ (8b + 8T + 13)u ≤ (1 + u)ε + "
+    "(2b + ln tk)u + 5u'. Weights are never rounded to float16 or bfloat16. Special rows: no visible pair "
+    "or only −∞ outputs: o = +0, lse = −∞; a +∞ output and no NaN: lse = +∞, o a NaN; a NaN output: "
+    "NaNs. A visible pair of weight 0 with a NaN value makes o a NaN. A NaN or an infinity at a hidden "
+    "pair (mask, length or page) never reaches o or lse: keys and values past the length or on hidden "
+    "pages are never read, and a hidden pair adds nothing to any sum."
+)
+
+#: The statement entry of attention.
+STATEMENT: Final = KernelStatement(PROSE, declines)
