@@ -1,0 +1,146 @@
+"""nx.cuda's batched matrix routines on cuda:0 against CuPy's and PyTorch's.
+
+Case: cholesky of a batch of 32 x 32 float32 symmetric positive-definite
+matrices, 10000 of them (1000 where ``quick``), nx.cuda's kernel (one block a
+matrix, arrays made beforehand) against ``cupy.linalg.cholesky`` and, where
+PyTorch with CUDA is importable, ``torch.linalg.cholesky`` on the same device,
+alternating, each followed by a synchronisation of its stream. Rows report the
+medians and ``ratio = theirs / ours`` (above 1: ours is faster), the
+competitor's time in ``numpy_s``, the runner's reference column. Each case
+first checks that both factors agree to a relative 1e-4 of the largest entry
+(float32 factorisations in different orders differ in their last bits), so a
+run on a lent GPU is also a smoke test of the kernel there.
+
+Without a usable GPU (no CuPy, no driver, no device) ``run`` prints why and
+returns no rows; a competitor that cannot run is skipped with the reason
+printed. ``python benchmarks/bench_cuda_routines.py [--quick] [--json PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nxkernel_core import dtype as D
+from nxkernel_core import spec as S
+from nxkernel_core.answer import Answer
+from nxkernel_core.array import Array
+from nxkernel_cuda import device
+from nxkernel_cuda.library import LIBRARY as LIB
+
+#: The library these benchmarks measure (the runner's ``nxkernel bench cuda``).
+LIBRARY = "cuda"
+
+#: The matrices' order.
+N = 32
+
+
+def _median(f: Callable[[], Any], g: Callable[[], Any], repeats: int) -> tuple[float, float]:
+    """Medians of ``repeats`` alternating timings of ``f`` and ``g`` (each
+    including its synchronisation), after one warm-up each."""
+    f()
+    g()
+    tf, tg = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f()
+        tf.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        g()
+        tg.append(time.perf_counter() - t0)
+    return statistics.median(tf), statistics.median(tg)
+
+
+def _row(name: str, batch: int, ours: float, theirs: float) -> dict[str, Any]:
+    return {"name": name, "size": batch, "dtype": "float32", "ours_s": ours, "numpy_s": theirs,
+            "ratio": theirs / ours if ours > 0 else None}
+
+
+def _check(name: str, ours: np.ndarray, theirs: np.ndarray) -> None:
+    """Raise where the two lower factors differ by more than 1e-4 of the largest entry."""
+    scale = float(np.max(np.abs(theirs), initial=0.0))
+    if not np.allclose(np.tril(ours), np.tril(theirs), rtol=0, atol=1e-4 * scale):
+        raise AssertionError(f"bench_cuda_routines: {name}: nx.cuda's factor and the competitor's disagree")
+
+
+def _cholesky(dev: device.CudaDevice, batch: int, repeats: int) -> list[dict[str, Any]]:
+    import cupy as cp
+
+    rng = np.random.default_rng(batch)
+    g = rng.uniform(-1, 1, (batch, N, N))
+    a = (g @ g.transpose(0, 2, 1) + N * np.eye(N)).astype(np.float32)
+    ga = Array.from_numpy(a, dev)
+    out = Array.empty(D.float32, (batch, N, N), dev)
+    spec = S.Cholesky(False)
+
+    def ours() -> None:
+        assert LIB.cholesky(spec, [out], [ga]) is Answer.DONE
+        dev.synchronize()
+
+    ours()
+    mine = out.to_numpy()
+    rows = []
+    ca = cp.asarray(a)
+
+    def cupy_chol() -> Any:
+        r = cp.linalg.cholesky(ca)
+        cp.cuda.get_current_stream().synchronize()
+        return r
+
+    _check("cholesky vs cupy", mine, cp.asnumpy(cupy_chol()))
+    rows.append(_row(f"cholesky {batch} x {N}x{N} vs cupy", batch, *_median(ours, cupy_chol, repeats)))
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch.cuda.is_available() is False")
+    except (ImportError, RuntimeError) as e:
+        print(f"bench_cuda_routines: torch.linalg.cholesky is not measured: {e}", file=sys.stderr)
+        return rows
+    ta = torch.as_tensor(a, device="cuda:0")
+
+    def torch_chol() -> Any:
+        r = torch.linalg.cholesky(ta)
+        torch.cuda.synchronize()
+        return r
+
+    _check("cholesky vs torch", mine, torch_chol().cpu().numpy())
+    rows.append(_row(f"cholesky {batch} x {N}x{N} vs torch", batch, *_median(ours, torch_chol, repeats)))
+    return rows
+
+
+def run(quick: bool) -> list[dict[str, Any]]:
+    """The rows of every case; none (with the reason printed) where no CUDA GPU
+    is usable."""
+    ok, why = device.availability()
+    if not ok:
+        print(f"bench_cuda_routines: no CUDA GPU is usable here, so nothing is measured: {why}",
+              file=sys.stderr)
+        return []
+    dev = device.CudaDevice(0)
+    return _cholesky(dev, 1000 if quick else 10000, repeats=5 if quick else 20)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1000 matrices, fewer repeats")
+    parser.add_argument("--json", help="write the rows to this file")
+    args = parser.parse_args()
+    rows = run(args.quick)
+    for r in rows:
+        print(f"{r['name']:<40} {r['size']:>8} {r['ours_s'] * 1e3:9.3f} ms {r['numpy_s'] * 1e3:9.3f} ms"
+              f" x{r['ratio']:.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,407 @@
+"""The matrix routines: cholesky, lu, qr, solve_triangular, eigh and svd, batched
+(``kernels/matrices.cu``); eig is declined.
+
+Rules:
+
+* What it computes: every fitting call of those six routines at float32 and
+  float64 whose matrices have no extent above :data:`MAX_EXTENT` (for
+  solve_triangular, a's; b may have any number of columns), in the matrix's
+  own dtype, one block of :data:`THREADS` threads a matrix with the matrix and
+  its work arrays in shared memory. Operands of any layout (transposed,
+  strided, broadcast batch) are read in place.
+* Declined (before any array is touched; :func:`declines` is the same rule):
+  eig (the nonsymmetric eigenproblem) always; complex64 and complex128; and a
+  matrix with an extent above :data:`MAX_EXTENT`, whose work arrays would not
+  fit one block's shared memory (at most about 100 KiB for float64). Whether a
+  call is declined depends on its kernel, dtype and matrix extents only.
+* Order: every sum is a chain in increasing index order in one thread, every
+  choice (pivot, ordering, completion column) a fixed rule, the Jacobi sweeps a
+  fixed round-robin order, and only + − × ÷ and sqrt are used (no fma), so the
+  bits are the same on every launch, and on cuda and cuda-emu. lu's bits are the
+  host library's.
+* A matrix that fails gives NaN in every result of its own and in no other
+  matrix's; nothing raises: cholesky where its read triangle is not finite or a
+  pivot is not > 0; qr, svd and eigh where a read element is not finite, a
+  result is not finite, or Jacobi has not converged in 60 sweeps. lu and
+  solve_triangular compute what the arithmetic gives (NaN and infinities flow
+  through), as the host library's do.
+* Bounds: :data:`ALGORITHMS`; the choices the contract leaves open:
+  :data:`OPEN_CHOICES`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import numpy as np
+
+from nxkernel_core import dtype as D
+from nxkernel_core import shape as SH
+from nxkernel_core import spec as S
+from nxkernel_core.answer import Answer
+from nxkernel_core.array import Array
+from nxkernel_core.door import door
+from nxkernel_core.dtype import Dtype
+from nxkernel_core.kernel import Call, KernelStatement
+
+from . import loops
+from .build import Source, file_source
+from .device import CudaRig
+from .launch import Arg, Pointer
+
+__all__ = ["ALGORITHMS", "KERNELS", "MAX_EXTENT", "OPEN_CHOICES", "ROUTINES", "STATEMENTS", "THREADS",
+           "cholesky", "declines", "eigh", "lu", "qr", "solve_triangular", "source", "svd"]
+
+#: The routines nx.cuda computes (eig is declined).
+ROUTINES: Final = ("cholesky", "lu", "qr", "svd", "eigh", "solve_triangular")
+
+#: The kernels of ``kernels/matrices.cu``, one per routine and dtype.
+KERNELS: Final = tuple(f"nxk_mx_{r}<{t}>" for r in ("cholesky", "lu", "qr", "trsm", "eigh", "svd")
+                       for t in ("float", "double"))
+
+#: Threads of a block (one block a matrix).
+THREADS: Final = 64
+#: The largest matrix extent computed: a float64 svd's work arrays at 64 x 64
+#: take about 100 KiB of shared memory (sm_80 offers 163 KiB a block).
+MAX_EXTENT: Final = 64
+
+_REAL: Final = {D.float32: D.float32, D.float64: D.float64,
+                D.complex64: D.float32, D.complex128: D.float64}
+_COMPLEX: Final = {D.float32: D.complex64, D.float64: D.complex128,
+                   D.complex64: D.complex64, D.complex128: D.complex128}
+_SHAPES: Final[dict[str, Callable[..., Any]]] = {
+    "cholesky": SH.cholesky, "lu": SH.lu, "qr": SH.qr, "svd": SH.svd,
+    "eigh": SH.eigh, "eig": SH.eig, "solve_triangular": SH.solve_triangular,
+}
+
+
+@functools.cache
+def source() -> Source:
+    """``kernels/matrices.cu`` with its twelve instantiations."""
+    return file_source("matrices.cu", KERNELS)
+
+
+# --------------------------------------------------------------------------
+# Fitting and declining
+# --------------------------------------------------------------------------
+
+
+def _result_dtypes(spec: Any, a: Dtype) -> tuple[Dtype, ...]:
+    """The destinations' dtypes for operand dtype ``a``."""
+    real, cplx = _REAL[a], _COMPLEX[a]
+    if isinstance(spec, S.Lu):
+        return (a, D.int64, D.int64)
+    if isinstance(spec, S.Qr):
+        return (a, a)
+    if isinstance(spec, S.Svd):
+        return (real,) if spec.vectors is None else (a, real, a)
+    if isinstance(spec, S.Eigh):
+        return (real, a) if spec.vectors else (real,)
+    if isinstance(spec, S.Eig):
+        return (cplx, cplx) if spec.vectors else (cplx,)
+    return (a,)  # cholesky, solve_triangular
+
+
+def _misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+    """The refusal of a call that does not fit: counts, layouts, dtypes, shapes
+    (the host library's rule)."""
+    if len(dsts) != spec.n_results() or len(operands) != spec.n_operands():
+        return Answer.BAD_ARITY
+    if not all(d.layout.is_contiguous() for d in dsts):
+        return Answer.BAD_LAYOUT
+    a = operands[0].dtype
+    if not D.full_precision(a) or any(o.dtype is not a for o in operands):
+        return Answer.WRONG_DTYPE
+    if tuple(d.dtype for d in dsts) != _result_dtypes(spec, a):
+        return Answer.WRONG_DTYPE
+    shapes = _SHAPES[spec.kernel](spec, [o.shape for o in operands])
+    if isinstance(shapes, SH.Error) or tuple(shapes) != tuple(d.shape for d in dsts):
+        return Answer.SHAPE_MISMATCH
+    return None
+
+
+def _reason(spec: Any, operands: Sequence[Array]) -> str | None:
+    """Why nx.cuda declines a fitting call, or None: by kernel, dtype and the
+    matrices' extents alone."""
+    if spec.kernel == "eig":
+        return "nx.cuda computes no eig (the nonsymmetric eigenproblem)"
+    dt = operands[0].dtype
+    if dt.is_complex:
+        return f"nx.cuda computes no complex matrix routine ({dt.name})"
+    a = operands[0].shape
+    extent = a[-1] if spec.kernel == "solve_triangular" else max(a[-2], a[-1])
+    if extent > MAX_EXTENT:
+        return (f"nx.cuda computes {spec.kernel} of matrices with extents up to {MAX_EXTENT} only (here "
+                f"{extent}): a matrix and its work arrays must fit one block's shared memory")
+    return None
+
+
+def declines(call: Call) -> str | None:
+    """Why nx.cuda declines ``call`` of a matrix routine, or None where it
+    computes it (a call that does not fit is None here: the kernel refuses it)."""
+    if _misfit(call.spec, call.dsts, call.operands) is not None:
+        return None
+    return _reason(call.spec, call.operands)
+
+
+# --------------------------------------------------------------------------
+# Launching
+# --------------------------------------------------------------------------
+
+
+def _descriptor(dev: CudaRig, lead: Sequence[int], arrays: Sequence[Array]) -> Pointer:
+    """The batch walk over ``arrays`` (their offsets and leading strides), then
+    each one's row and column strides (a vector's row stride is 0)."""
+    nl = len(lead)
+    walk = loops.coalesce(tuple(lead), [(x.layout.offset, x.layout.strides[:nl]) for x in arrays])
+    rc: list[int] = []
+    for x in arrays:
+        st = x.layout.strides
+        rc += [st[nl], st[nl + 1]] if x.rank == nl + 2 else [0, st[nl]]
+    return loops.upload(dev, [*loops.walk_words(walk), *rc])
+
+
+def _launch(dev: CudaRig, routine: str, dt: Dtype, batch: int, args: Sequence[Arg], shared: int) -> None:
+    """Queue ``nxk_mx_<routine>`` for ``batch`` matrices, a block each."""
+    ctype = "float" if dt is D.float32 else "double"
+    fn = dev.load(source()).function(f"nxk_mx_{routine}<{ctype}>")
+    fn((min(batch, loops.MAX_BLOCKS),), (THREADS,), list(args), shared_bytes=shared)
+
+
+def _run(spec: Any, dsts: Sequence[Array], operands: Sequence[Array],
+         launch: Callable[[CudaRig], None]) -> Answer:
+    """Refuse a misfit, an array off nx.cuda's devices, then decline, then claim
+    the arrays and queue ``launch`` where any destination has an element."""
+    misfit = _misfit(spec, dsts, operands)
+    if misfit is not None:
+        return misfit
+    dev = loops.cuda_device([*dsts, *operands])
+    if dev is None or any(x.device is not dev for x in (*dsts, *operands)):
+        return Answer.WRONG_DEVICE
+    if _reason(spec, operands) is not None:
+        return Answer.DECLINED
+    with door(dsts, operands, device=dev) as refusal:
+        if refusal is not None:
+            return refusal
+        if any(d.numel for d in dsts):
+            launch(dev)
+    return Answer.DONE
+
+
+def _lead(a: Array) -> tuple[tuple[int, ...], int]:
+    """a's batch shape and its number of matrices."""
+    lead = a.shape[:-2]
+    return lead, math.prod(lead)
+
+
+def _size(dt: Dtype) -> int:
+    return dt.bits // 8
+
+
+# --------------------------------------------------------------------------
+# The routines
+# --------------------------------------------------------------------------
+
+
+def cholesky(spec: S.Cholesky, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """The factor of each symmetric positive-definite matrix, lower (A = L Lᵀ)
+    or upper (A = Uᵀ U), read from that triangle alone; the other is zero."""
+
+    def go(dev: CudaRig) -> None:
+        (a,), (f,) = operands, dsts
+        lead, nb = _lead(a)
+        n = a.shape[-1]
+        desc = _descriptor(dev, lead, [a, f])
+        _launch(dev, "cholesky", a.dtype, nb, [desc, np.int64(nb), np.int32(n), np.int32(spec.upper),
+                                               loops.base(dev, a), loops.base(dev, f)],
+                n * n * _size(a.dtype))
+
+    return _run(spec, dsts, operands, go)
+
+
+def lu(spec: S.Lu, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """Partial-pivoting LU of each matrix: lu (unit-lower L below the diagonal,
+    U on and above), pivots [k] (row j was swapped with row pivots[j]) and perm
+    [m] (row i of L·U is row perm[i] of a); pivot j is the first row from j of
+    greatest magnitude."""
+
+    def go(dev: CudaRig) -> None:
+        (a,) = operands
+        lead, nb = _lead(a)
+        m, n = a.shape[-2:]
+        desc = _descriptor(dev, lead, [a, *dsts])
+        _launch(dev, "lu", a.dtype, nb, [desc, np.int64(nb), np.int32(m), np.int32(n),
+                                         *(loops.base(dev, x) for x in (a, *dsts))],
+                8 * (m + min(m, n)) + m * n * _size(a.dtype))
+
+    return _run(spec, dsts, operands, go)
+
+
+def qr(spec: S.Qr, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """a = q r for each matrix by Householder reflections: reduced q [m, k] and
+    r [k, n], or complete q [m, m] and r [m, n]."""
+
+    def go(dev: CudaRig) -> None:
+        (a,) = operands
+        lead, nb = _lead(a)
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        qc = m if spec.complete else k
+        desc = _descriptor(dev, lead, [a, *dsts])
+        _launch(dev, "qr", a.dtype, nb, [desc, np.int64(nb), np.int32(m), np.int32(n), np.int32(qc),
+                                         *(loops.base(dev, x) for x in (a, *dsts))],
+                (m * n + m * qc + k + 2) * _size(a.dtype))
+
+    return _run(spec, dsts, operands, go)
+
+
+def solve_triangular(spec: S.SolveTriangular, dsts: Sequence[Array],
+                     operands: Sequence[Array]) -> Answer:
+    """x with op(a) x = b for each pair of matrices, by substitution: a's lower
+    (else upper) triangle read, op the transpose where asked, a's diagonal read
+    as ones where ``unit_diagonal``. x may be b itself."""
+
+    def go(dev: CudaRig) -> None:
+        (a, b), (x,) = operands, dsts
+        lead, nb = _lead(a)
+        n, kc = b.shape[-2:]
+        desc = _descriptor(dev, lead, [a, b, x])
+        _launch(dev, "trsm", a.dtype, nb, [
+            desc, np.int64(nb), np.int32(n), np.int32(kc), np.int32(spec.lower),
+            np.int32(spec.transpose), np.int32(spec.unit_diagonal),
+            loops.base(dev, a), loops.base(dev, b), loops.base(dev, x)], n * n * _size(a.dtype))
+
+    return _run(spec, dsts, operands, go)
+
+
+def _pairs(n: int) -> int:
+    """Pairs of a round-robin round on n indices (n rounded up to even)."""
+    return (n + n % 2) // 2
+
+
+def eigh(spec: S.Eigh, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """Eigenvalues w [n] (ascending) and, with vectors, v [n, n] (columns) of
+    each symmetric matrix, read from its lower triangle alone, by cyclic
+    Jacobi."""
+
+    def go(dev: CudaRig) -> None:
+        (a,) = operands
+        lead, nb = _lead(a)
+        n = a.shape[-1]
+        p = _pairs(n)
+        arrays = [a, *dsts] if spec.vectors else [a, dsts[0], dsts[0]]
+        desc = _descriptor(dev, lead, arrays)
+        shared = (n * n * (1 + spec.vectors) + 2 * p) * _size(a.dtype) + 4 * (p + n)
+        _launch(dev, "eigh", a.dtype, nb, [desc, np.int64(nb), np.int32(n), np.int32(spec.vectors),
+                                           *(loops.base(dev, x) for x in arrays)], shared)
+
+    return _run(spec, dsts, operands, go)
+
+
+def svd(spec: S.Svd, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+    """a = u diag(s) vh for each matrix by one-sided Jacobi: s [k] descending,
+    with reduced u [m, k] and vh [k, n], complete ones [m, m] and [n, n], or
+    none."""
+
+    def go(dev: CudaRig) -> None:
+        (a,) = operands
+        lead, nb = _lead(a)
+        m, n = a.shape[-2:]
+        big, small = max(m, n), min(m, n)
+        mode = 0 if spec.vectors is None else 2 if spec.vectors is S.Factors.COMPLETE else 1
+        uc = big if mode == 2 else small
+        p = _pairs(small)
+        arrays = [a, *dsts] if mode else [a, dsts[0], dsts[0], dsts[0]]
+        desc = _descriptor(dev, lead, arrays)
+        floats = big * small + (big * uc + small * small if mode else 0) + small + 2 * big + 1 + 2 * p
+        shared = floats * _size(a.dtype) + 4 * (small + p + 1)
+        _launch(dev, "svd", a.dtype, nb, [desc, np.int64(nb), np.int32(m), np.int32(n), np.int32(mode),
+                                          *(loops.base(dev, x) for x in arrays)], shared)
+
+    return _run(spec, dsts, operands, go)
+
+
+# --------------------------------------------------------------------------
+# The statement
+# --------------------------------------------------------------------------
+
+_COMPUTES: Final = (f"float32 and float64, batched, one block a matrix in shared memory, matrices of "
+                    f"extents up to {MAX_EXTENT}")
+_DECLINES: Final = (f"declines complex64 and complex128 and any matrix with an extent above "
+                    f"{MAX_EXTENT}, whose work arrays would not fit one block's shared memory")
+
+#: What each routine computes and declines, in words.
+PROSE: Final = {
+    "cholesky": f"{_COMPUTES}; {_DECLINES}.",
+    "lu": f"{_COMPUTES}, the host library's bits; {_DECLINES}.",
+    "qr": f"{_COMPUTES}, reduced or complete; {_DECLINES}.",
+    "svd": f"{_COMPUTES}, with reduced, complete or no vectors; {_DECLINES}.",
+    "eigh": f"{_COMPUTES}, with or without vectors; {_DECLINES}.",
+    "solve_triangular": (f"{_COMPUTES} (a's; b of any number of columns), every option; declines "
+                         f"complex64 and complex128 and an a of extent above {MAX_EXTENT}."),
+}
+
+#: The statement entries of the routines nx.cuda computes.
+STATEMENTS: Final = {k: KernelStatement(PROSE[k], declines) for k in ROUTINES}
+
+#: How each routine computes, and its error bound.
+ALGORITHMS: Final = {
+    "cholesky": "right-looking, unblocked, in shared memory, from the read triangle alone (the other "
+                "triangle zero): l_jj = sqrt(a_jj), l_ij = a_ij / l_jj, then a_ic − l_ij·l_cj for "
+                "i ≥ c > j, so each entry is a chain over j increasing: L̂L̂ᵀ = A + ΔA, |ΔA| ≤ "
+                "γ(n + 1)|L̂||L̂ᵀ| (Higham Thm 10.3). NaN factor where the read triangle is not finite "
+                "or a pivot is not > 0.",
+    "lu": "unblocked right-looking elimination, one block a matrix, the host library's arithmetic "
+          "and bits: pivot j is the first row from j whose |a_ij| is greater than every earlier "
+          "row's (a NaN never displaces a number); multipliers a_ij / pivot (a zero pivot leaves "
+          "them); a_ic − l_ij·a_jc rounded twice: L̂Û = PA + ΔA, |ΔA| ≤ γ(k)|L̂||Û| (Higham Thm 9.3).",
+    "qr": "Householder QR as LAPACK's ?geqr2 and ?org2r (unblocked), sums chained in index order: "
+          "Q̂R̂ = A + ΔA with ‖Δaⱼ‖₂ ≤ γ̃(mn)‖aⱼ‖₂ for each column and ‖Q̂ᵀQ̂ − I‖_F ≤ γ̃(mn), "
+          "γ̃(k) = c·k·u for a small constant c (Higham Thm 19.4, Lemma 19.3; the tests check "
+          "γ̃(k) = γ(4k)). NaN where a or a result is not finite.",
+    "svd": "one-sided (Hestenes) Jacobi on a, or aᵀ where m < n, columns paired in a fixed "
+           "round-robin order, a pair rotated while |aₚᵀa_q| > M·u·‖aₚ‖‖a_q‖ (M the longer extent), "
+           "at most 60 sweeps: backward stable, so each singular value is within p·u·‖A‖₂ of the "
+           "exact one (Weyl), with U diag(s) Vᵀ − A within p·u·‖A‖₂ and UᵀU − I, VVᵀ − I within p·u "
+           "elementwise, p = 4·max(m, n)·min(m, n) (the rotations' backward error, a modest "
+           "polynomial; the tests check this p); σ = ‖column‖₂, chained. NaN where a or a result is "
+           "not finite or Jacobi has not converged.",
+    "eigh": "cyclic two-sided Jacobi on the symmetric matrix of the lower triangle, pairs in a fixed "
+            "round-robin order, a pair rotated while |a_pq| > n·u·sqrt|a_pp|·sqrt|a_qq|, at most 60 "
+            "sweeps: backward stable, so each eigenvalue is within 4n²·u·‖A‖₂ of an exact one "
+            "(Weyl), AV − VΛ within 4n²·u·‖A‖₂ and VᵀV − I within 4n²·u elementwise (the rotations' "
+            "backward error, a modest polynomial; the tests check these). NaN where the lower "
+            "triangle or a result is not finite or Jacobi has not converged.",
+    "solve_triangular": "substitution, one thread a column of b, x_i = (b_i − Σ_j t_ij·x_j) / t_ii "
+                        "with the sum a chain in the order substitution finds the x_j: (T + ΔT)x̂ = b "
+                        "with |ΔT| ≤ γ(n)|T| (Higham Thm 8.5); a unit diagonal divides by 1 (exact); a "
+                        "zero diagonal gives infinities or NaN, never an error.",
+    "eig": "none: nx.cuda declines eig.",
+}
+
+#: The choices the contract leaves open, as nx.cuda makes them.
+OPEN_CHOICES: Final = {
+    "eig order": "none: nx.cuda declines eig.",
+    "eig vectors": "none: nx.cuda declines eig.",
+    "qr factors": "as Householder QR (LAPACK's ?geqr2 rule) gives them: r_jj = −sign(α)·‖x‖ for the "
+                  "column x being reflected, α its leading entry (sign(±0) = +), q's columns to match; "
+                  "a column with nothing to reflect below the diagonal keeps its entry (no reflector); "
+                  "complete q of a tall matrix completes with the same reflectors applied to the "
+                  "identity's columns.",
+    "svd vectors": "one-sided Jacobi's, no sign normalisation: u's column r is the rotated column of "
+                   "s[r] over s[r] (vh's row r the accumulated rotations' column; the roles swap where "
+                   "m < n); equal singular values keep their columns' order; the columns of zero "
+                   "singular values and those complete factors add are, in turn, the first standard "
+                   "basis vector of greatest component outside the columns so far, orthogonalised "
+                   "against them twice (Gram-Schmidt) and normalised.",
+    "eigh vectors": "the accumulated Jacobi rotations' columns, no sign normalisation; equal "
+                    "eigenvalues keep the order of their diagonal positions.",
+    "empty matrices": "k = 0: complete q, u and vh are identity matrices; reduced ones and s are "
+                      "empty.",
+    "solve_triangular transpose": "transpose solves aᵀx = b (real dtypes only).",
+    "lu zero pivot": "a zero pivot leaves its column's multipliers as they are, as LAPACK's getrf; "
+                     "a NaN pivot makes them NaN.",
+}
