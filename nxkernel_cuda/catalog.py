@@ -8,7 +8,7 @@ library can launch goes uncompiled.
 
 from __future__ import annotations
 
-from . import contraction, copy, lane_sum, moves, reductions
+from . import attention, contraction, copy, folds, fourier, lane_sum, matrices, moves, reductions, statistics
 from .build import Source
 
 __all__ = ["sources"]
@@ -16,12 +16,17 @@ __all__ = ["sources"]
 
 def sources() -> tuple[Source, ...]:
     """The sources of every kernel family that are not generated per program
-    (the map and reductions sources are: tests/cuda compiles those the tests
+    (the map, reductions and attention sources are: tests/cuda compiles those the tests
     draw for ``build.CI_ARCHES``)."""
     return (
         lane_sum.source(),
         copy.source(),
         moves.source(),
         reductions.arrays_source(),
-        contraction.source(),
+        statistics.source(),
+        *contraction.sources(),
+        folds.source(),
+        fourier.source(),
+        attention.combine_source(),
+        matrices.source(),
     )

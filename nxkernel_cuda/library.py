@@ -10,8 +10,18 @@ kernels live one family a module:
   Prod and scan results are the host library's bits;
 * :mod:`~nxkernel_cuda.moves`: gather, range gather, scatter (deterministic),
   sort and top-k (stable), numbering, assemble;
-* :mod:`~nxkernel_cuda.contraction`: contract on SIMT cores, each output a
-  chain in K order, so its bits are the same on every launch.
+* :mod:`~nxkernel_cuda.contraction`: contract on SIMT cores (each output an
+  fma chain in K order, the same bits on every launch) and on tensor cores
+  (mma.sync for bfloat16/float16 and int8 pairs, a fixed K order), with
+  block scales, segments and complex accumulators;
+* :mod:`~nxkernel_cuda.folds`: fold, each element's taps added in C order by
+  one thread, so its bits are the host library's;
+* :mod:`~nxkernel_cuda.fourier`: fft (C2c, R2c, C2r) by Stockham autosort
+  passes and Bluestein's algorithm, deterministic;
+* :mod:`~nxkernel_cuda.matrices`: cholesky, lu, qr, solve_triangular, eigh
+  and svd, batched, one block a matrix in shared memory (eig declined);
+* :mod:`~nxkernel_cuda.attention`: attention, fused flash attention (online
+  softmax over key tiles, the program compiled in), deterministic.
 
 Every kernel checks that the call fits (answering ``BAD_ARITY``,
 ``WRONG_DTYPE`` or ``SHAPE_MISMATCH`` otherwise, and ``WRONG_DEVICE`` for
@@ -36,7 +46,7 @@ from typing import TYPE_CHECKING, Final, final
 from nxkernel_core.answer import Answer
 from nxkernel_core.kernel import KERNEL_NAMES, Call, KernelStatement, Statement
 
-from . import contraction, elementwise, moves, reductions
+from . import attention, contraction, elementwise, folds, fourier, matrices, moves, reductions, statistics
 from .device import CudaRig, availability
 
 if TYPE_CHECKING:
@@ -54,22 +64,17 @@ _STATEMENTS: Final[dict[str, KernelStatement]] = {
     "reduce": KernelStatement(reductions.REDUCE_PROSE, reductions.declines_reduce),
     "scan": KernelStatement(reductions.SCAN_PROSE, reductions.declines_scan),
     "contract": contraction.STATEMENT,
+    "attention": attention.STATEMENT,
+    "fold": folds.STATEMENT,
+    "fft": fourier.STATEMENT,
     **{k: KernelStatement(moves.PROSE[k], moves.declines)
        for k in ("gather", "range_gather", "scatter", "sort", "numbering", "assemble")},
+    **matrices.STATEMENTS,
 }
 
 #: Why the kernels it does not compute decline.
 _NOT_COMPUTED: Final[dict[str, str]] = {
-    "fold": "nx.cuda computes no fold yet",
-    "fft": "nx.cuda computes no Fourier transform",
-    "attention": "nx.cuda computes no attention yet",
-    "cholesky": "nx.cuda computes no matrix routine",
-    "lu": "nx.cuda computes no matrix routine",
-    "qr": "nx.cuda computes no matrix routine",
-    "svd": "nx.cuda computes no matrix routine",
-    "eigh": "nx.cuda computes no matrix routine",
-    "eig": "nx.cuda computes no matrix routine",
-    "solve_triangular": "nx.cuda computes no matrix routine",
+    "eig": "nx.cuda computes no eig (the nonsymmetric eigenproblem)",
 }
 
 
@@ -93,22 +98,34 @@ ASSOCIATION: Final = {
         "combined in a binary tree whose left part is the largest power of two below the count. In the "
         "carrier (float32 for float32 and narrower, float64 for float64), terms numbered in C order of the "
         "reduced axes: the host library's bits, on every block size and grid. Barring overflow and "
-        "underflow, within γ(n − 1) Σ|x| of the exact sum, then rounded once into the destination."),
+        "underflow, within γ(n − 1) Σ|x| of the exact sum, then rounded once into the destination. A "
+        "complex Sum is two such sums, one per part, u the part's unit roundoff."),
     "reduce Prod": (
         "lane order as for Sum, each lane chained from 1 (the same bits as from its first term, since 1·x "
-        "is x): within a relative γ(n − 1); an empty product is 1."),
+        "is x): within a relative γ(n − 1); an empty product is 1. A complex Prod multiplies by Prog's Mul "
+        "in the same lane order, each lane chained from its first term (a lane without terms left out of "
+        "the lane combination, never multiplied by 1): the host library's bits but for NaN parts' bits, "
+        "within a normwise relative γ(2n − 2), u the part's unit roundoff."),
     "scan": (
-        "Sum and Prod scans by the contract's odd/even network along the axis in scan order (from the end "
+        "Sum and Prod scans, and the Arg, Logsumexp and Moments states (see algorithms), by the contract's "
+        "odd/even network along the axis in scan order (from the end "
         "where reversed), in the carrier, with the carry, where given, as state 0 (result i is then the "
         "network's result i + 1): the host library's bits. Result i passes through at most "
         "D = max(0, 2⌈log₂(k + 1)⌉ − 1) combinations, k = i (i + 1 with a carry): a Sum within γ(D) Σ|x| "
         "(the carry counted among the x), a Prod within a relative γ(D), then rounded once into the "
-        "destination. Integer, boolean, Max and Min scans are exact."),
+        "destination. Integer, boolean, Max, Min and Arg scans are exact. Complex Sum scans add part by part "
+        "(each part within γ(D) Σ|x|) and complex Prod scans multiply by Prog's Mul (within a normwise "
+        "relative γ(2D)), by the same network: the host library's bits but for NaN parts' bits."),
+    **statistics.ASSOCIATION,
     "contract": contraction.ASSOCIATION,
-    "attention": "none: nx.cuda computes no attention yet.",
+    "fold": folds.ASSOCIATION,
+    "fft": fourier.ASSOCIATION,
+    "attention": attention.ASSOCIATION,
 }
 
 _ALGORITHMS: Final = {
+    "attention": attention.ALGORITHM,
+    "contract": contraction.ALGORITHM,
     "transcendental kinds": (
         "Exp, Exp2, Log, Log2, Log1p, Expm1, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Erf, Pow "
         "and Atan2 of float32 and the narrow floats compute in float64 and round once into the node's "
@@ -117,8 +134,18 @@ _ALGORITHMS: Final = {
         "on cuda-emu (at most 2 ulps), so float64 transcendental bits may differ between the two. C99 "
         "Annex F's special values hold, after the NaN rule (the first NaN operand). Every other kind is "
         "exact: the reference evaluator's bits on both devices."),
-    "Logsumexp": "none: nx.cuda declines Logsumexp reductions and scans.",
-    "Moments": "none: nx.cuda declines Moments reductions and scans.",
+    "complex kinds": (
+        "complex64 and complex128 take no transcendental kind, Sqrt or Abs (Prog's domains), so none "
+        "has an ulp bound: every complex kind gives the reference evaluator's bits on both devices. Mul "
+        "is the textbook (ar·br − ai·bi) + i(ar·bi + ai·br), each product and sum rounded to the part "
+        "dtype, never fused (the host library's and NumPy's formula; each part within 2u normwise); "
+        "Fdiv and Recip are NumPy's complex128 division (Smith's, with its branch for a zero divisor) "
+        "in float64, each part rounded once (complex64 thus divides in float64); a NaN part they make is "
+        "the canonical quiet NaN. Add, Sub and Neg are part by part with the float NaN rule; Maximum, "
+        "Minimum and the comparisons order by the real part, then the imaginary part."),
+    **statistics.ALGORITHMS,
+    **matrices.ALGORITHMS,
+    "fft": fourier.ALGORITHM,
 }
 
 
@@ -134,14 +161,18 @@ def _statement() -> Statement:
         library=NAME,
         summary=(
             "CUDA C++ kernels (NVRTC cubins, CuPy RawModules) on cuda:N device memory, and the same kernels "
-            "on the CPU on cuda-emu:N (NXKERNEL_CUDA_EMULATE=1): map, reduce, scan, the moves and SIMT "
-            f"contractions; its Sum, Prod and scan bits are the host library's. {state}."
+            "on the CPU on cuda-emu:N (NXKERNEL_CUDA_EMULATE=1): map, reduce, scan, the moves, "
+            "contractions (SIMT and tensor cores), fold, fft, fused attention and the matrix routines but "
+            "eig; its Sum, Prod, "
+            "Moments, scan (but Logsumexp's, whose exp and log are the device's), fold and lu bits are the "
+            "host library's. "
+            f"{state}."
         ),
         computes=computes,
         association=ASSOCIATION,
         error_factor=_error_factor,
         algorithms=_ALGORITHMS,
-        open_choices={"all": "none: it computes no matrix routine"},
+        open_choices=matrices.OPEN_CHOICES,
         concurrent=True,
     )
 
@@ -188,16 +219,16 @@ class CudaLibrary:
     numbering = staticmethod(moves.numbering)
     assemble = staticmethod(moves.assemble)
     contract = staticmethod(contraction.contract)
-    fold = staticmethod(_decline)
-    fft = staticmethod(_decline)
-    attention = staticmethod(_decline)
-    cholesky = staticmethod(_decline)
-    lu = staticmethod(_decline)
-    qr = staticmethod(_decline)
-    svd = staticmethod(_decline)
-    eigh = staticmethod(_decline)
+    fold = staticmethod(folds.fold)
+    fft = staticmethod(fourier.fft)
+    attention = staticmethod(attention.attention)
+    cholesky = staticmethod(matrices.cholesky)
+    lu = staticmethod(matrices.lu)
+    qr = staticmethod(matrices.qr)
+    svd = staticmethod(matrices.svd)
+    eigh = staticmethod(matrices.eigh)
     eig = staticmethod(_decline)
-    solve_triangular = staticmethod(_decline)
+    solve_triangular = staticmethod(matrices.solve_triangular)
 
 
 #: The library the plugin brings.
