@@ -1,7 +1,7 @@
 // emu_cuda.h: CUDA's execution model on the CPU, for g++.
 //
 // The emulator compiles the same .cu text NVRTC compiles, with this header
-// force-included (g++ -include emu_cuda.h). It gives the text what CUDA C++
+// included before it (the first line of the launcher unit). It gives the text what CUDA C++
 // gives a kernel: the execution-space keywords, dim3 and the vector types,
 // threadIdx/blockIdx/blockDim/gridDim, __shared__ and extern __shared__
 // memory, __syncthreads(), and (in emu_warp.h) 32-lane warps with their
