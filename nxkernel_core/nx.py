@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import dtype as D
+from . import fits
 from . import shape as Shape
 from . import spec as S
 from .answer import Answer, InvalidArgument, describe, refused
@@ -116,25 +117,11 @@ def _result_dtypes(sp: Any, operands: Sequence[Array]) -> tuple[Dtype, ...]:
         case S.Numbering():
             return (D.int64,)
         case S.Fft():
-            x = operands[0].dtype
-            if isinstance(sp.kind, S.R2c):
-                return (_complex_of(x),)
-            if isinstance(sp.kind, S.C2r):
-                return (_real_of(x),)
-            return (x,)
-        case S.Lu():
-            return (operands[0].dtype, D.int64, D.int64)
-        case S.Qr():
-            return (operands[0].dtype,) * 2
-        case S.Svd():
+            out = fits.fft_dtype(sp.kind, operands[0].dtype)
+            return (out,) if out is not None else (operands[0].dtype,)
+        case S.Lu() | S.Qr() | S.Svd() | S.Eigh() | S.Eig():
             a = operands[0].dtype
-            return (a, _real_of(a), a) if sp.vectors is not None else (_real_of(a),)
-        case S.Eigh():
-            a = operands[0].dtype
-            return (_real_of(a), a) if sp.vectors else (_real_of(a),)
-        case S.Eig():
-            c = _complex_of(operands[0].dtype)
-            return (c, c) if sp.vectors else (c,)
+            return fits.routine_dtypes(sp, a) if D.full_precision(a) else (a,) * sp.n_results()
         case S.SolveTriangular():
             return (operands[1].dtype,)
         case S.Attention():

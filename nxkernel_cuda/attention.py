@@ -56,7 +56,7 @@ from typing import Final, final
 import numpy as np
 
 from nxkernel_core import dtype as D
-from nxkernel_core import shape as SH
+from nxkernel_core import fits
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -490,33 +490,6 @@ def combine_source() -> Source:
 # --------------------------------------------------------------------------
 
 
-def _misfit(spec: S.Attention, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit (arity, shapes, dtypes), else None."""
-    if len(operands) != spec.n_operands() or len(dsts) != 2:
-        return Answer.BAD_ARITY
-    shapes = SH.attention(spec, [a.shape for a in operands])
-    if isinstance(shapes, SH.Error):
-        return Answer.SHAPE_MISMATCH
-    n_kv = 3 if isinstance(spec.kv, S.Dense) else 4
-    first = n_kv + spec.lengths
-    refusal = SH.attention_refusal(spec.prog, operands[0].dtype, operands[0].rank, dsts[0].dtype,
-                                   spec.acc, [a.dtype for a in operands[first:]], spec.loads)
-    if refusal is not None:
-        return refusal[0]
-    k, v = operands[1], operands[2]
-    if not (k.dtype.is_float and v.dtype.is_float) or dsts[0].dtype is not v.dtype:
-        return Answer.WRONG_DTYPE
-    if dsts[1].dtype is not spec.acc:
-        return Answer.WRONG_DTYPE
-    if n_kv == 4 and operands[3].dtype is not D.int64:
-        return Answer.WRONG_DTYPE
-    if spec.lengths and operands[n_kv].dtype is not D.int64:
-        return Answer.WRONG_DTYPE
-    if any(d.shape != s for d, s in zip(dsts, shapes, strict=True)):
-        return Answer.SHAPE_MISMATCH
-    return None
-
-
 def splits(units: int, row_tiles: int, tk: int, tiles: Tiles) -> tuple[int, int]:
     """(nsplit, keys per split): a function of the extents alone. One split
     where the (unit, row tile) blocks reach ``TARGET_BLOCKS`` or the keys are
@@ -625,7 +598,7 @@ def _launch(dev: CudaRig, spec: S.Attention, dsts: Sequence[Array], operands: Se
 
 def attention(spec: S.Attention, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
     """``S.attention``: o and lse of every query row (the module's doc)."""
-    misfit = _misfit(spec, dsts, operands)
+    misfit = fits.attention_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     dev = loops.cuda_device([*dsts, *operands])

@@ -49,7 +49,7 @@ from typing import Final
 import numpy as np
 
 from nxkernel_core import dtype as D
-from nxkernel_core import shape as Shape
+from nxkernel_core import fits
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -90,8 +90,7 @@ _PASS_THREADS: Final = 256
 #: The most points j a pass's block takes (it keeps 20 bytes of positions for each).
 _MAX_GROUP: Final = 1024
 
-#: The complex dtype of each real one, and the working precision of each.
-_COMPLEX: Final = {D.float32: D.complex64, D.float64: D.complex128}
+#: The working precision (C type) of each dtype.
 _CTYPE: Final = {D.complex64: "float", D.float32: "float", D.complex128: "double", D.float64: "double"}
 
 
@@ -193,30 +192,6 @@ def axis_error(n: int, dt: Dtype) -> float:
 # --------------------------------------------------------------------------
 # Fit and declines
 # --------------------------------------------------------------------------
-
-
-def _dtypes_fit(kind: S.C2c | S.R2c | S.C2r, x: Dtype, dst: Dtype) -> bool:
-    """C2c: complex64/128 to itself; R2c: float32/64 to complex64/128; C2r the reverse."""
-    if isinstance(kind, S.C2c):
-        return x in _CTYPE and x.is_complex and dst is x
-    if isinstance(kind, S.R2c):
-        return x in _COMPLEX and dst is _COMPLEX[x]
-    return dst in _COMPLEX and x is _COMPLEX[dst]
-
-
-def _misfit(spec: S.Fft, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit: counts, layout, dtypes, shapes."""
-    if len(dsts) != 1 or len(operands) != 1:
-        return Answer.BAD_ARITY
-    (dst,), (x,) = dsts, operands
-    if not dst.layout.is_contiguous():
-        return Answer.BAD_LAYOUT
-    if not _dtypes_fit(spec.kind, x.dtype, dst.dtype):
-        return Answer.WRONG_DTYPE
-    shapes = Shape.fft(spec, [x.shape])
-    if isinstance(shapes, Shape.Error) or tuple(shapes[0]) != tuple(dst.shape):
-        return Answer.SHAPE_MISMATCH
-    return None
 
 
 def _reason(spec: S.Fft, x_shape: Sequence[int]) -> str | None:
@@ -451,7 +426,7 @@ def fft(spec: S.Fft, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer
     """The unnormalised DFT of x along ``spec.axes``: Forward sums
     ``x[j]·e^(−2πi jk/n)``, Inverse ``x[j]·e^(+2πi jk/n)`` (see the module's
     doc). Operand: x."""
-    misfit = _misfit(spec, dsts, operands)
+    misfit = fits.fft_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     dev = loops.cuda_device([*dsts, *operands])

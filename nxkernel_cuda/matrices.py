@@ -39,7 +39,7 @@ from typing import Any, Final
 import numpy as np
 
 from nxkernel_core import dtype as D
-from nxkernel_core import shape as SH
+from nxkernel_core import fits
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -68,14 +68,6 @@ THREADS: Final = 64
 #: take about 100 KiB of shared memory (sm_80 offers 163 KiB a block).
 MAX_EXTENT: Final = 64
 
-_REAL: Final = {D.float32: D.float32, D.float64: D.float64,
-                D.complex64: D.float32, D.complex128: D.float64}
-_COMPLEX: Final = {D.float32: D.complex64, D.float64: D.complex128,
-                   D.complex64: D.complex64, D.complex128: D.complex128}
-_SHAPES: Final[dict[str, Callable[..., Any]]] = {
-    "cholesky": SH.cholesky, "lu": SH.lu, "qr": SH.qr, "svd": SH.svd,
-    "eigh": SH.eigh, "eig": SH.eig, "solve_triangular": SH.solve_triangular,
-}
 
 
 @functools.cache
@@ -87,40 +79,6 @@ def source() -> Source:
 # --------------------------------------------------------------------------
 # Fitting and declining
 # --------------------------------------------------------------------------
-
-
-def _result_dtypes(spec: Any, a: Dtype) -> tuple[Dtype, ...]:
-    """The destinations' dtypes for operand dtype ``a``."""
-    real, cplx = _REAL[a], _COMPLEX[a]
-    if isinstance(spec, S.Lu):
-        return (a, D.int64, D.int64)
-    if isinstance(spec, S.Qr):
-        return (a, a)
-    if isinstance(spec, S.Svd):
-        return (real,) if spec.vectors is None else (a, real, a)
-    if isinstance(spec, S.Eigh):
-        return (real, a) if spec.vectors else (real,)
-    if isinstance(spec, S.Eig):
-        return (cplx, cplx) if spec.vectors else (cplx,)
-    return (a,)  # cholesky, solve_triangular
-
-
-def _misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit: counts, layouts, dtypes, shapes
-    (the host library's rule)."""
-    if len(dsts) != spec.n_results() or len(operands) != spec.n_operands():
-        return Answer.BAD_ARITY
-    if not all(d.layout.is_contiguous() for d in dsts):
-        return Answer.BAD_LAYOUT
-    a = operands[0].dtype
-    if not D.full_precision(a) or any(o.dtype is not a for o in operands):
-        return Answer.WRONG_DTYPE
-    if tuple(d.dtype for d in dsts) != _result_dtypes(spec, a):
-        return Answer.WRONG_DTYPE
-    shapes = _SHAPES[spec.kernel](spec, [o.shape for o in operands])
-    if isinstance(shapes, SH.Error) or tuple(shapes) != tuple(d.shape for d in dsts):
-        return Answer.SHAPE_MISMATCH
-    return None
 
 
 def _reason(spec: Any, operands: Sequence[Array]) -> str | None:
@@ -142,7 +100,7 @@ def _reason(spec: Any, operands: Sequence[Array]) -> str | None:
 def declines(call: Call) -> str | None:
     """Why nx.cuda declines ``call`` of a matrix routine, or None where it
     computes it (a call that does not fit is None here: the kernel refuses it)."""
-    if _misfit(call.spec, call.dsts, call.operands) is not None:
+    if fits.routine_misfit(call.spec, call.dsts, call.operands) is not None:
         return None
     return _reason(call.spec, call.operands)
 
@@ -175,7 +133,7 @@ def _run(spec: Any, dsts: Sequence[Array], operands: Sequence[Array],
          launch: Callable[[CudaRig], None]) -> Answer:
     """Refuse a misfit, an array off nx.cuda's devices, then decline, then claim
     the arrays and queue ``launch`` where any destination has an element."""
-    misfit = _misfit(spec, dsts, operands)
+    misfit = fits.routine_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     dev = loops.cuda_device([*dsts, *operands])

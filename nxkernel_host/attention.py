@@ -47,15 +47,14 @@ import numpy.typing as npt
 from numba import njit
 
 from nxkernel_core import dtype as D
-from nxkernel_core import masks
-from nxkernel_core import shape as SH
+from nxkernel_core import fits, masks
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, KernelStatement
 from nxkernel_core.prog import Const, Convert, Coord, In, Op1, Op2, Prog
-from nxkernel_core.spec import Attention, Dense, Paged
+from nxkernel_core.spec import Attention, Paged
 
 from . import lanes, program, views
 from .blas import pinned_blas
@@ -220,34 +219,6 @@ def _is_score(prog: Prog) -> bool:
 # --------------------------------------------------------------------------
 # Checking the call
 # --------------------------------------------------------------------------
-
-
-def _misfit(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal for a call that does not fit (arity, shapes, dtypes), else None."""
-    if len(operands) != spec.n_operands() or len(dsts) != 2:
-        return Answer.BAD_ARITY
-    shapes = SH.attention(spec, [a.shape for a in operands])
-    if isinstance(shapes, SH.Error):
-        return Answer.SHAPE_MISMATCH
-    n_kv = 3 if isinstance(spec.kv, Dense) else 4
-    first = n_kv + spec.lengths
-    refusal = SH.attention_refusal(spec.prog, operands[0].dtype, operands[0].rank,
-                                   dsts[0].dtype, spec.acc,
-                                   [a.dtype for a in operands[first:]], spec.loads)
-    if refusal is not None:
-        return refusal[0]
-    k, v = operands[1], operands[2]
-    if not (k.dtype.is_float and v.dtype.is_float) or dsts[0].dtype is not v.dtype:
-        return Answer.WRONG_DTYPE
-    if dsts[1].dtype is not spec.acc:
-        return Answer.WRONG_DTYPE
-    if n_kv == 4 and operands[3].dtype is not D.int64:
-        return Answer.WRONG_DTYPE
-    if spec.lengths and operands[n_kv].dtype is not D.int64:
-        return Answer.WRONG_DTYPE
-    if any(d.shape != s for d, s in zip(dsts, shapes, strict=True)):
-        return Answer.SHAPE_MISMATCH
-    return None
 
 
 # --------------------------------------------------------------------------
@@ -773,7 +744,7 @@ def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array])
 
     A call that does not fit answers its refusal before any claim or write.
     """
-    refusal = _misfit(spec, dsts, operands)
+    refusal = fits.attention_misfit(spec, dsts, operands)
     if refusal is not None:
         return refusal
     with door(dsts, operands, need_host=True) as claimed:

@@ -25,13 +25,11 @@ import numpy as np
 import numpy.typing as npt
 import scipy.fft
 
-from nxkernel_core import dtype as D
-from nxkernel_core import shape as Shape
+from nxkernel_core import fits
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.door import door
-from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, KernelStatement
 
 from .family import Family
@@ -41,9 +39,6 @@ __all__ = ["FAMILY", "bound"]
 
 NDArray = npt.NDArray[Any]
 
-#: The real dtype of each complex one, and back.
-_REAL: Final = {D.complex64: D.float32, D.complex128: D.float64}
-_COMPLEX: Final = {D.float32: D.complex64, D.float64: D.complex128}
 
 #: The constant c of the stated bound (see ``bound``).
 BOUND_C: Final = 2.0
@@ -63,34 +58,10 @@ def bound(points: int, u: float) -> float:
     return BOUND_C * (math.ceil(math.log2(max(points, 1))) + 1) * u * math.sqrt(points)
 
 
-def _dtypes_fit(kind: S.C2c | S.R2c | S.C2r, x: Dtype, dst: Dtype) -> bool:
-    """C2c: complex64/128 to itself; R2c: float32/64 to complex64/128; C2r the reverse."""
-    if isinstance(kind, S.C2c):
-        return x in _REAL and dst is x
-    if isinstance(kind, S.R2c):
-        return x in _COMPLEX and dst is _COMPLEX[x]
-    return x in _REAL and dst is _REAL[x]
-
-
-def _misfit(spec: S.Fft, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit: counts, layout, dtypes, shapes."""
-    if len(dsts) != 1 or len(operands) != 1:
-        return Answer.BAD_ARITY
-    (dst,), (x,) = dsts, operands
-    if not dst.layout.is_contiguous():
-        return Answer.BAD_LAYOUT
-    if not _dtypes_fit(spec.kind, x.dtype, dst.dtype):
-        return Answer.WRONG_DTYPE
-    shapes = Shape.fft(spec, [x.shape])
-    if isinstance(shapes, Shape.Error) or shapes[0] != dst.shape:
-        return Answer.SHAPE_MISMATCH
-    return None
-
-
 def fft(spec: S.Fft, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
     """The unnormalised DFT of x along ``spec.axes``: Forward sums
     ``x[j]·e^(−2πi jk/n)``, Inverse ``x[j]·e^(+2πi jk/n)``. Operand: x."""
-    misfit = _misfit(spec, dsts, operands)
+    misfit = fits.fft_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (dst,), (x,) = dsts, operands

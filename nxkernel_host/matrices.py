@@ -28,12 +28,11 @@ import scipy.linalg.blas as blas
 import scipy.linalg.lapack as lapack
 
 from nxkernel_core import dtype as D
-from nxkernel_core import shape as Shape
+from nxkernel_core import fits
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.door import door
-from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, KernelStatement
 
 from .blas import pinned_blas
@@ -55,50 +54,13 @@ _COMPLEX: Final = {D.float32: D.complex64, D.float64: D.complex128,
 # --------------------------------------------------------------------------
 
 
-def _result_dtypes(spec: Any, a: Dtype) -> tuple[Dtype, ...]:
-    """The destinations' dtypes for operand dtype ``a``."""
-    real, cplx = _REAL[a], _COMPLEX[a]
-    if isinstance(spec, S.Lu):
-        return (a, D.int64, D.int64)
-    if isinstance(spec, S.Qr):
-        return (a, a)
-    if isinstance(spec, S.Svd):
-        return (real,) if spec.vectors is None else (a, real, a)
-    if isinstance(spec, S.Eigh):
-        return (real, a) if spec.vectors else (real,)
-    if isinstance(spec, S.Eig):
-        return (cplx, cplx) if spec.vectors else (cplx,)
-    return (a,)  # cholesky, solve_triangular
-
-
-_SHAPES: Final[dict[str, Callable[..., Any]]] = {
-    "cholesky": Shape.cholesky, "lu": Shape.lu, "qr": Shape.qr, "svd": Shape.svd,
-    "eigh": Shape.eigh, "eig": Shape.eig, "solve_triangular": Shape.solve_triangular,
-}
-
-
-def _misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit: counts, layouts, dtypes, shapes."""
-    if len(dsts) != spec.n_results() or len(operands) != spec.n_operands():
-        return Answer.BAD_ARITY
-    if not all(d.layout.is_contiguous() for d in dsts):
-        return Answer.BAD_LAYOUT
-    a = operands[0].dtype
-    if not D.full_precision(a) or any(o.dtype is not a for o in operands):
-        return Answer.WRONG_DTYPE
-    if tuple(d.dtype for d in dsts) != _result_dtypes(spec, a):
-        return Answer.WRONG_DTYPE
-    shapes = _SHAPES[spec.kernel](spec, [o.shape for o in operands])
-    if isinstance(shapes, Shape.Error) or tuple(shapes) != tuple(d.shape for d in dsts):
-        return Answer.SHAPE_MISMATCH
-    return None
 
 
 def _run(spec: Any, dsts: Sequence[Array], operands: Sequence[Array],
          compute: Callable[[list[NDArray]], list[NDArray]]) -> Answer:
     """Check the call, claim its arrays, and store ``compute``'s results (one per
     destination, each ``[batch, ...]``) from the operands as ``[batch, m, n]``."""
-    misfit = _misfit(spec, dsts, operands)
+    misfit = fits.routine_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     with door(dsts, operands, need_host=True) as refusal:

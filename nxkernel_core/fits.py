@@ -1,0 +1,139 @@
+"""Whether a whole call fits attention, fft or a matrix routine.
+
+Each library checks that a call fits before it declines or claims anything
+(Nx_kernel: "A call fits its kernel when its operands and destinations are as
+many as the kernel's doc states, of the dtypes it takes and of the shapes it
+and Shape state"). For these kernels the fit reads more than the loop rules
+of :mod:`nxkernel_core.shape`: the dtypes each spec fixes for its
+destinations, and, for fft and the routines, contiguous destinations. One
+rule each, here, so that every library and the caller ``nx`` answer alike:
+
+* ``*_misfit(spec, dsts, operands)`` gives the refusal of a call that does not
+  fit, checked in this order: counts (``BAD_ARITY``), destination layouts
+  (``BAD_LAYOUT``), dtypes (``WRONG_DTYPE``), shapes (``SHAPE_MISMATCH``) —
+  attention checks its shapes first, since its program's rule reads the
+  loop's rank — or None where the call fits.
+* ``fft_dtype`` and ``routine_dtypes`` give the destinations' dtypes from the
+  operands' dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from . import dtype as D
+from . import shape as SH
+from . import spec as S
+from .answer import Answer
+from .array import Array
+from .dtype import Dtype
+
+__all__ = ["attention_misfit", "fft_dtype", "fft_misfit", "routine_dtypes", "routine_misfit"]
+
+#: The complex dtype of each float or complex precision, and the real one.
+_COMPLEX: Final = {D.float32: D.complex64, D.float64: D.complex128, D.complex64: D.complex64,
+                   D.complex128: D.complex128}
+_REAL: Final = {D.float32: D.float32, D.float64: D.float64, D.complex64: D.float32,
+                D.complex128: D.float64}
+
+
+def fft_dtype(kind: S.C2c | S.R2c | S.C2r, x: Dtype) -> Dtype | None:
+    """The destination's dtype of a transform of ``x``: C2c complex64/128 to
+    itself, R2c float32/64 to complex64/128, C2r the reverse; None where
+    ``kind`` does not take ``x``."""
+    if isinstance(kind, S.C2c):
+        return x if x.is_complex else None
+    if isinstance(kind, S.R2c):
+        return _COMPLEX[x] if x in (D.float32, D.float64) else None
+    return _REAL[x] if x.is_complex else None
+
+
+def fft_misfit(spec: S.Fft, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+    """The refusal of an fft call that does not fit: one operand x and one
+    contiguous destination of ``fft_dtype`` and of ``Shape.fft``'s shape."""
+    if len(dsts) != 1 or len(operands) != 1:
+        return Answer.BAD_ARITY
+    (dst,), (x,) = dsts, operands
+    if not dst.layout.is_contiguous():
+        return Answer.BAD_LAYOUT
+    if dst.dtype is not fft_dtype(spec.kind, x.dtype):
+        return Answer.WRONG_DTYPE
+    shapes = SH.fft(spec, [x.shape])
+    if isinstance(shapes, SH.Error) or tuple(shapes[0]) != tuple(dst.shape):
+        return Answer.SHAPE_MISMATCH
+    return None
+
+
+def routine_dtypes(spec: Any, a: Dtype) -> tuple[Dtype, ...]:
+    """The destinations' dtypes of routine ``spec`` on matrices of ``a``."""
+    real, cplx = _REAL[a], _COMPLEX[a]
+    if isinstance(spec, S.Lu):
+        return (a, D.int64, D.int64)
+    if isinstance(spec, S.Qr):
+        return (a, a)
+    if isinstance(spec, S.Svd):
+        return (real,) if spec.vectors is None else (a, real, a)
+    if isinstance(spec, S.Eigh):
+        return (real, a) if spec.vectors else (real,)
+    if isinstance(spec, S.Eig):
+        return (cplx, cplx) if spec.vectors else (cplx,)
+    return (a,)  # cholesky, solve_triangular
+
+
+_ROUTINE_SHAPES: Final[dict[str, Callable[..., Any]]] = {
+    "cholesky": SH.cholesky, "lu": SH.lu, "qr": SH.qr, "svd": SH.svd, "eigh": SH.eigh, "eig": SH.eig,
+    "solve_triangular": SH.solve_triangular,
+}
+
+
+def routine_misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+    """The refusal of a routine call that does not fit: the spec's counts,
+    contiguous destinations, operands all of one full-precision dtype
+    (float32, float64, complex64, complex128), destinations of
+    ``routine_dtypes`` and of the routine's shapes."""
+    if len(dsts) != spec.n_results() or len(operands) != spec.n_operands():
+        return Answer.BAD_ARITY
+    if not all(d.layout.is_contiguous() for d in dsts):
+        return Answer.BAD_LAYOUT
+    a = operands[0].dtype
+    if not D.full_precision(a) or any(o.dtype is not a for o in operands):
+        return Answer.WRONG_DTYPE
+    if tuple(d.dtype for d in dsts) != routine_dtypes(spec, a):
+        return Answer.WRONG_DTYPE
+    shapes = _ROUTINE_SHAPES[spec.kernel](spec, [o.shape for o in operands])
+    if isinstance(shapes, SH.Error) or tuple(shapes) != tuple(d.shape for d in dsts):
+        return Answer.SHAPE_MISMATCH
+    return None
+
+
+def attention_misfit(spec: S.Attention, dsts: Sequence[Array], operands: Sequence[Array]
+                     ) -> Answer | None:
+    """The refusal of an attention call that does not fit: the spec's counts
+    and two destinations, ``Shape.attention``'s shapes, the program's rule
+    (``shape.attention_refusal`` over a loop of q's rank), k and v floats, o
+    of v's dtype, lse of the accumulator, table and lengths int64, and o and
+    lse of the result's shapes."""
+    if len(operands) != spec.n_operands() or len(dsts) != 2:
+        return Answer.BAD_ARITY
+    shapes = SH.attention(spec, [a.shape for a in operands])
+    if isinstance(shapes, SH.Error):
+        return Answer.SHAPE_MISMATCH
+    n_kv = 3 if isinstance(spec.kv, S.Dense) else 4
+    first = n_kv + spec.lengths
+    refusal = SH.attention_refusal(spec.prog, operands[0].dtype, operands[0].rank, dsts[0].dtype,
+                                   spec.acc, [a.dtype for a in operands[first:]], spec.loads)
+    if refusal is not None:
+        return refusal[0]
+    k, v = operands[1], operands[2]
+    if not (k.dtype.is_float and v.dtype.is_float) or dsts[0].dtype is not v.dtype:
+        return Answer.WRONG_DTYPE
+    if dsts[1].dtype is not spec.acc:
+        return Answer.WRONG_DTYPE
+    if n_kv == 4 and operands[3].dtype is not D.int64:
+        return Answer.WRONG_DTYPE
+    if spec.lengths and operands[n_kv].dtype is not D.int64:
+        return Answer.WRONG_DTYPE
+    if any(tuple(d.shape) != tuple(s) for d, s in zip(dsts, shapes, strict=True)):
+        return Answer.SHAPE_MISMATCH
+    return None
