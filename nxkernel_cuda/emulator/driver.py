@@ -13,7 +13,9 @@ Rules:
   so that a launch is checked against the kernel's signature before it runs.
   A second translation unit defines the dynamic shared memory under every
   name an ``extern __shared__`` declaration of the source or the headers uses;
-  it needs no header, so g++ parses the emulator's headers once a build.
+  it needs no header. The emulator's header is precompiled once per compiler,
+  flags and header text (``emu_cuda.h.gch``, cached beside the objects), so a
+  build reads it rather than parsing it.
 * Objects are cached on disk like cubins (:mod:`nxkernel_cuda.cache`, folder
   ``cuda-emu``), keyed by the source, every header, the emulator's headers,
   the generated code, the flags, the defines and the compiler's version.
@@ -27,6 +29,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -229,16 +232,42 @@ def build(source: Source, defines: Sequence[str] = ()) -> Path:
     return target
 
 
+def _header_folder(gxx: str, flags: Sequence[str], version: str) -> Path:
+    """A folder with the emulator's headers and ``emu_cuda.h.gch``, the header
+    precompiled by g++ with ``flags`` (cached like the objects, keyed by the
+    compiler, the flags and the headers' text): a build then reads the
+    precompiled header instead of parsing it. Where g++ cannot precompile it,
+    the emulator's own folder (g++ parses the header each build)."""
+    key = cache.digest("emu-pch", version, *flags, *_emulator_headers())
+    root = cache.folder("cuda-emu")
+    done = root / f"pch-{key}"
+    if (done / "emu_cuda.h.gch").is_file():
+        return done
+    with tempfile.TemporaryDirectory(dir=root, prefix="pch-build-") as tmp:
+        work = Path(tmp) / "headers"
+        work.mkdir()
+        for header in HEADER.parent.glob("*.h"):
+            shutil.copyfile(header, work / header.name)
+        cmd = [gxx, *(f for f in flags if f != "-shared"), "-x", "c++-header", "emu_cuda.h",
+               "-o", "emu_cuda.h.gch"]
+        if subprocess.run(cmd, cwd=work, capture_output=True, check=False).returncode != 0:
+            return HEADER.parent
+        with contextlib.suppress(OSError):  # another process made it first: theirs is the same
+            work.rename(done)
+    return done if (done / "emu_cuda.h.gch").is_file() else HEADER.parent
+
+
 def _compile(gxx: str, source: Source, flags: Sequence[str], launch_tu: str, shared_tu: str,
              folder: Path, target: Path, version: str) -> None:
     """Run g++ in a fresh folder and move the object to ``target``."""
+    headers = _header_folder(gxx, flags, version)
     with tempfile.TemporaryDirectory(dir=folder, prefix="build-") as tmp:
         work = Path(tmp)
         (work / source.name).write_text(source.text)
         (work / "launch.cpp").write_text(launch_tu)
         (work / "shared.cpp").write_text(shared_tu)
         out = work / "kernel.so"
-        cmd = [gxx, *flags, f"-I{HEADER.parent}", f"-I{KERNEL_DIR}", "-x", "c++", "launch.cpp",
+        cmd = [gxx, *flags, f"-I{headers}", f"-I{KERNEL_DIR}", "-x", "c++", "launch.cpp",
                "shared.cpp", "-o", str(out)]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
