@@ -11,21 +11,17 @@ both give the same values (bits for the moves, a relative 1e-5 for the float
 sums), so a run on a lent GPU is also a smoke test of the kernels there.
 
 Without a usable GPU (no CuPy, no driver, no device) ``run`` prints why and
-returns no rows. ``python benchmarks/bench_cuda.py [--quick] [--json PATH]``.
+returns no rows. ``python -m benchmarks.bench_cuda [--quick] [--json PATH]``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from benchmarks import timing
 from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
@@ -36,35 +32,6 @@ from nxkernel_cuda.library import LIBRARY as LIB
 
 #: The library these benchmarks measure (the runner's ``nxkernel bench cuda``).
 LIBRARY = "cuda"
-
-
-def _median(f: Callable[[], Any], g: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    """Medians of ``repeats`` alternating timings of ``f`` and ``g`` (each
-    including its synchronisation), after one warm-up each."""
-    f()
-    g()
-    tf, tg = [], []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        f()
-        tf.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        g()
-        tg.append(time.perf_counter() - t0)
-    return statistics.median(tf), statistics.median(tg)
-
-
-def _row(name: str, n: int, ours: float, cupy: float) -> dict[str, Any]:
-    return {"name": name, "size": n, "dtype": "float32", "ours_s": ours, "numpy_s": cupy,
-            "ratio": cupy / ours if ours > 0 else None}
-
-
-def _check(name: str, ours: np.ndarray, theirs: np.ndarray, exact: bool) -> None:
-    """Raise where ours and CuPy's results differ (bits, or a relative 1e-5)."""
-    same = (np.array_equal(ours.view(np.uint8), theirs.view(np.uint8)) if exact
-            else np.allclose(ours, theirs, rtol=1e-5, atol=1e-5 * float(np.max(np.abs(theirs), initial=0))))
-    if not same:
-        raise AssertionError(f"bench_cuda: {name}: nx.cuda and CuPy disagree")
 
 
 def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
@@ -100,8 +67,8 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
         return r
 
     ours_map()
-    _check("map", out.to_numpy(), cp.asnumpy(cupy_map()), exact=True)
-    rows.append(_row("map a*b+c vs cupy", n, *_median(ours_map, cupy_map, repeats)))
+    timing.check_bits("bench_cuda: map: nx.cuda and CuPy", out.to_numpy(), cp.asnumpy(cupy_map()))
+    rows.append(timing.row("map a*b+c vs cupy", n, "float32", ours_map, cupy_map, repeats))
 
     # sum, in lane order.
     ident = Prog([D.float32], [In(0)], [0])
@@ -118,8 +85,9 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
         return r
 
     ours_sum()
-    _check("sum", total.to_numpy(), cp.asnumpy(cupy_sum()), exact=False)
-    rows.append(_row("sum vs cupy", n, *_median(ours_sum, cupy_sum, repeats)))
+    timing.check_close("bench_cuda: sum: nx.cuda and CuPy",
+                       total.to_numpy(), cp.asnumpy(cupy_sum()), 1e-5, rtol=1e-5)
+    rows.append(timing.row("sum vs cupy", n, "float32", ours_sum, cupy_sum, repeats))
 
     # logsumexp: the maximum, then Σ exp(x − m) in float64 lane order (CuPy: the
     # same two passes as its own kernels, max then log(sum(exp(x − m))) + m).
@@ -137,8 +105,9 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
         return r
 
     ours_lse()
-    _check("logsumexp", lse.to_numpy(), cp.asnumpy(cupy_lse()), exact=False)
-    rows.append(_row("logsumexp vs cupy", n, *_median(ours_lse, cupy_lse, repeats)))
+    timing.check_close("bench_cuda: logsumexp: nx.cuda and CuPy",
+                       lse.to_numpy(), cp.asnumpy(cupy_lse()), 1e-5, rtol=1e-5)
+    rows.append(timing.row("logsumexp vs cupy", n, "float32", ours_lse, cupy_lse, repeats))
 
     # cumsum, by the odd/even network.
     scanned = Array.empty(D.float32, (n,), dev)
@@ -154,8 +123,9 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
         return r
 
     ours_scan()
-    _check("cumsum", scanned.to_numpy(), cp.asnumpy(cupy_scan()), exact=False)
-    rows.append(_row("cumsum vs cupy", n, *_median(ours_scan, cupy_scan, repeats)))
+    timing.check_close("bench_cuda: cumsum: nx.cuda and CuPy",
+                       scanned.to_numpy(), cp.asnumpy(cupy_scan()), 1e-5, rtol=1e-5)
+    rows.append(timing.row("cumsum vs cupy", n, "float32", ours_scan, cupy_scan, repeats))
 
     # a stable sort: values and positions (CuPy: a stable argsort, then a take).
     values = Array.empty(D.float32, (n,), dev)
@@ -174,9 +144,10 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
 
     ours_sort()
     cv, cpos = cupy_sort()
-    _check("sort values", values.to_numpy(), cp.asnumpy(cv), exact=True)
-    _check("sort positions", positions.to_numpy(), cp.asnumpy(cpos).astype(np.int64), exact=True)
-    rows.append(_row("sort (values, positions) vs cupy", n, *_median(ours_sort, cupy_sort, repeats)))
+    timing.check_bits("bench_cuda: sort values: nx.cuda and CuPy", values.to_numpy(), cp.asnumpy(cv))
+    timing.check_bits("bench_cuda: sort positions: nx.cuda and CuPy",
+                      positions.to_numpy(), cp.asnumpy(cpos).astype(np.int64))
+    rows.append(timing.row("sort (values, positions) vs cupy", n, "float32", ours_sort, cupy_sort, repeats))
 
     # gather at random positions.
     index = rng.integers(0, n, size=n).astype(np.int64)
@@ -193,8 +164,8 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
         return r
 
     ours_gather()
-    _check("gather", taken.to_numpy(), cp.asnumpy(cupy_gather()), exact=True)
-    rows.append(_row("gather (random) vs cupy", n, *_median(ours_gather, cupy_gather, repeats)))
+    timing.check_bits("bench_cuda: gather: nx.cuda and CuPy", taken.to_numpy(), cp.asnumpy(cupy_gather()))
+    rows.append(timing.row("gather (random) vs cupy", n, "float32", ours_gather, cupy_gather, repeats))
     return rows
 
 
@@ -213,19 +184,5 @@ def run(quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1e6 elements only, fewer repeats")
-    parser.add_argument("--json", help="write the rows to this file")
-    args = parser.parse_args()
-    rows = run(args.quick)
-    for r in rows:
-        print(f"{r['name']:<36} {r['size']:>10} {r['ours_s'] * 1e3:9.3f} ms {r['numpy_s'] * 1e3:9.3f} ms"
-              f" x{r['ratio']:.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
-
-
 if __name__ == "__main__":
-    main()
+    sys.exit(timing.main(run, __doc__, "1e6 elements only, fewer repeats"))

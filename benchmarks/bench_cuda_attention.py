@@ -16,22 +16,18 @@ with torch's time in ``numpy_s``, the runner's reference column.
 
 Without a usable GPU (no CuPy, no driver, no device) or without PyTorch with
 CUDA, ``run`` prints why and returns no rows.
-``python benchmarks/bench_cuda_attention.py [--quick] [--json PATH]``.
+``python -m benchmarks.bench_cuda_attention [--quick] [--json PATH]``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from benchmarks import timing
 from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
@@ -42,22 +38,6 @@ from nxkernel_cuda.library import LIBRARY as LIB
 
 #: The library these benchmarks measure (the runner's ``nxkernel bench cuda``).
 LIBRARY = "cuda"
-
-
-def _median(f: Callable[[], Any], g: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    """Medians of ``repeats`` alternating timings of ``f`` and ``g`` (each
-    including its synchronisation), after one warm-up each."""
-    f()
-    g()
-    tf, tg = [], []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        f()
-        tf.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        g()
-        tg.append(time.perf_counter() - t0)
-    return statistics.median(tf), statistics.median(tg)
 
 
 def _program(causal: bool) -> Prog:
@@ -94,12 +74,8 @@ def _case(dev: device.CudaDevice, name: str, b: int, h: int, tq: int, tk: int, d
     ours()
     mine = np.asarray(o.to_numpy(), dtype=np.float32)
     ref = theirs().float().cpu().numpy()
-    if not np.allclose(mine, ref, rtol=0, atol=2.0**-6 * float(np.abs(ref).max())):
-        raise AssertionError(f"bench_cuda_attention: {name}: nx.cuda and torch disagree "
-                             f"(largest difference {float(np.abs(mine - ref).max())!r})")
-    ours_s, torch_s = _median(ours, theirs, repeats)
-    return {"name": name, "size": b * h * tq * tk, "dtype": "bfloat16", "ours_s": ours_s, "numpy_s": torch_s,
-            "ratio": torch_s / ours_s if ours_s > 0 else None}
+    timing.check_close(f"bench_cuda_attention: {name}: nx.cuda and torch", mine, ref, 2.0**-6)
+    return timing.row(name, b * h * tq * tk, "bfloat16", ours, theirs, repeats)
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
@@ -128,18 +104,5 @@ def run(quick: bool) -> list[dict[str, Any]]:
     ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="B = 1, H = 8, T = 1024, fewer repeats")
-    parser.add_argument("--json", help="write the rows to this file")
-    args = parser.parse_args()
-    rows = run(args.quick)
-    for r in rows:
-        print(f"{r['name']:<48} {r['ours_s'] * 1e3:9.3f} ms {r['numpy_s'] * 1e3:9.3f} ms x{r['ratio']:.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
-
-
 if __name__ == "__main__":
-    main()
+    sys.exit(timing.main(run, __doc__, "B = 1, H = 8, T = 1024, fewer repeats"))

@@ -12,21 +12,17 @@ within 1e-5 of the result's 2-norm, so a run on a lent GPU also tests the
 kernels there.
 
 Without a usable GPU (no CuPy, no driver, no device) ``run`` prints why and
-returns no rows. ``python benchmarks/bench_cuda_fft.py [--quick] [--json PATH]``.
+returns no rows. ``python -m benchmarks.bench_cuda_fft [--quick] [--json PATH]``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from benchmarks import timing
 from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
@@ -36,22 +32,6 @@ from nxkernel_cuda.library import LIBRARY as LIB
 
 #: The library these benchmarks measure (the runner's ``nxkernel bench cuda``).
 LIBRARY = "cuda"
-
-
-def _median(f: Callable[[], Any], g: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    """Medians of ``repeats`` alternating timings of ``f`` and ``g`` (each
-    including its synchronisation), after one warm-up each."""
-    f()
-    g()
-    tf, tg = [], []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        f()
-        tf.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        g()
-        tg.append(time.perf_counter() - t0)
-    return statistics.median(tf), statistics.median(tg)
 
 
 def _case(dev: device.CudaDevice, lines: int, n: int, repeats: int) -> dict[str, Any]:
@@ -75,13 +55,10 @@ def _case(dev: device.CudaDevice, lines: int, n: int, repeats: int) -> dict[str,
         return r
 
     ours()
-    got, want = out.to_numpy().astype(np.complex128), cp.asnumpy(theirs()).astype(np.complex128)
-    if not np.linalg.norm(got - want) <= 1e-5 * np.linalg.norm(want):
-        raise AssertionError(f"bench_cuda_fft: {lines} x {n}: nx.cuda and cupy.fft.fft disagree")
-    ours_s, cupy_s = _median(ours, theirs, repeats)
+    timing.check_close(f"bench_cuda_fft: {lines} x {n}: nx.cuda and cupy.fft.fft",
+                       out.to_numpy(), cp.asnumpy(theirs()), 1e-5, by="norm")
     name = f"fft c2c {lines}x{n} vs cupy" if lines > 1 else f"fft c2c {n} vs cupy"
-    return {"name": name, "size": lines * n, "dtype": "complex64", "ours_s": ours_s, "numpy_s": cupy_s,
-            "ratio": cupy_s / ours_s if ours_s > 0 else None}
+    return timing.row(name, lines * n, "complex64", ours, theirs, repeats)
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
@@ -97,19 +74,5 @@ def run(quick: bool) -> list[dict[str, Any]]:
     return [_case(dev, lines, n, repeats) for lines, n in cases]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2^20 points, fewer repeats")
-    parser.add_argument("--json", help="write the rows to this file")
-    args = parser.parse_args()
-    rows = run(args.quick)
-    for r in rows:
-        print(f"{r['name']:<36} {r['size']:>10} {r['ours_s'] * 1e3:9.3f} ms {r['numpy_s'] * 1e3:9.3f} ms"
-              f" x{r['ratio']:.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
-
-
 if __name__ == "__main__":
-    main()
+    sys.exit(timing.main(run, __doc__, "2^20 points, fewer repeats"))

@@ -14,22 +14,18 @@ timings, each followed by a synchronisation, and ``ratio = theirs / ours``
 
 Without a usable GPU (no CuPy, no driver, no device) ``run`` prints why and
 returns no rows; without PyTorch the bfloat16 case is skipped with the reason
-printed. ``python benchmarks/bench_cuda_gemm.py [--quick] [--json PATH]``.
+printed. ``python -m benchmarks.bench_cuda_gemm [--quick] [--json PATH]``.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
-import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from benchmarks import timing
 from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
@@ -42,36 +38,6 @@ LIBRARY = "cuda"
 
 #: Groups of the grouped GEMM.
 GROUPS = 8
-
-
-def _median(f: Callable[[], Any], g: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    """Medians of ``repeats`` alternating timings of ``f`` and ``g`` (each
-    including its synchronisation), after one warm-up each."""
-    f()
-    g()
-    tf, tg = [], []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        f()
-        tf.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        g()
-        tg.append(time.perf_counter() - t0)
-    return statistics.median(tf), statistics.median(tg)
-
-
-def _row(name: str, n: int, dtype: str, ours: float, theirs: float) -> dict[str, Any]:
-    return {"name": name, "size": n, "dtype": dtype, "ours_s": ours, "numpy_s": theirs,
-            "ratio": theirs / ours if ours > 0 else None}
-
-
-def _check(name: str, ours: np.ndarray, theirs: np.ndarray, rel: float) -> None:
-    """Raise where ours and the competitor's results differ by more than a
-    relative Frobenius error ``rel``."""
-    o, t = ours.astype(np.float64), theirs.astype(np.float64)
-    err = float(np.linalg.norm(o - t)) / max(float(np.linalg.norm(t)), 1e-300)
-    if not err <= rel:
-        raise AssertionError(f"bench_cuda_gemm: {name}: nx.cuda and cuBLAS differ by {err:.3g} (relative)")
 
 
 def _bf16_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
@@ -102,8 +68,9 @@ def _bf16_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, A
 
     ours()
     want = theirs().float().cpu().numpy()
-    _check("bf16 gemm", out.to_numpy().astype(np.float32), want, 2.0**-6)
-    return [_row("gemm bf16->f32->bf16 vs torch", n, "bfloat16", *_median(ours, theirs, repeats))]
+    timing.check_close("bench_cuda_gemm: bf16 gemm: nx.cuda and cuBLAS",
+                       out.to_numpy().astype(np.float32), want, 2.0**-6, by="norm")
+    return [timing.row("gemm bf16->f32->bf16 vs torch", n, "bfloat16", ours, theirs, repeats)]
 
 
 def _f32_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
@@ -128,8 +95,9 @@ def _f32_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, A
         return r
 
     ours()
-    _check("f32 gemm", out.to_numpy(), cp.asnumpy(theirs()), 1e-4)
-    rows = [_row("gemm f32 vs cupy", n, "float32", *_median(ours, theirs, repeats))]
+    timing.check_close("bench_cuda_gemm: f32 gemm: nx.cuda and cuBLAS",
+                       out.to_numpy(), cp.asnumpy(theirs()), 1e-4, by="norm")
+    rows = [timing.row("gemm f32 vs cupy", n, "float32", ours, theirs, repeats)]
 
     # Grouped: rows r of a [n, k] multiply b[ids[r]] of b [g, k, m]; rows sorted by group.
     k, m = n // 4, n // 4
@@ -152,9 +120,10 @@ def _f32_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, A
         return r
 
     ours_grouped()
-    _check("grouped gemm", grouped.to_numpy(), cp.asnumpy(theirs_grouped()), 1e-4)
-    rows.append(_row(f"grouped gemm f32 ({GROUPS} groups) vs cupy", n, "float32",
-                     *_median(ours_grouped, theirs_grouped, repeats)))
+    timing.check_close("bench_cuda_gemm: grouped gemm: nx.cuda and cuBLAS",
+                       grouped.to_numpy(), cp.asnumpy(theirs_grouped()), 1e-4, by="norm")
+    rows.append(timing.row(f"grouped gemm f32 ({GROUPS} groups) vs cupy", n, "float32",
+                           ours_grouped, theirs_grouped, repeats))
     return rows
 
 
@@ -171,19 +140,5 @@ def run(quick: bool) -> list[dict[str, Any]]:
     return _bf16_case(dev, n, repeats) + _f32_cases(dev, n, repeats)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1024³ only, fewer repeats")
-    parser.add_argument("--json", help="write the rows to this file")
-    args = parser.parse_args()
-    rows = run(args.quick)
-    for r in rows:
-        print(f"{r['name']:<44} {r['size']:>6} {r['ours_s'] * 1e3:10.3f} ms {r['numpy_s'] * 1e3:10.3f} ms"
-              f" x{r['ratio']:.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
-
-
 if __name__ == "__main__":
-    main()
+    sys.exit(timing.main(run, __doc__, "1024³ only, fewer repeats"))

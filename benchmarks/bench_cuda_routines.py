@@ -13,21 +13,17 @@ run on a lent GPU is also a smoke test of the kernel there.
 
 Without a usable GPU (no CuPy, no driver, no device) ``run`` prints why and
 returns no rows; a competitor that cannot run is skipped with the reason
-printed. ``python benchmarks/bench_cuda_routines.py [--quick] [--json PATH]``.
+printed. ``python -m benchmarks.bench_cuda_routines [--quick] [--json PATH]``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from benchmarks import timing
 from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
@@ -40,34 +36,6 @@ LIBRARY = "cuda"
 
 #: The matrices' order.
 N = 32
-
-
-def _median(f: Callable[[], Any], g: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    """Medians of ``repeats`` alternating timings of ``f`` and ``g`` (each
-    including its synchronisation), after one warm-up each."""
-    f()
-    g()
-    tf, tg = [], []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        f()
-        tf.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        g()
-        tg.append(time.perf_counter() - t0)
-    return statistics.median(tf), statistics.median(tg)
-
-
-def _row(name: str, batch: int, ours: float, theirs: float) -> dict[str, Any]:
-    return {"name": name, "size": batch, "dtype": "float32", "ours_s": ours, "numpy_s": theirs,
-            "ratio": theirs / ours if ours > 0 else None}
-
-
-def _check(name: str, ours: np.ndarray, theirs: np.ndarray) -> None:
-    """Raise where the two lower factors differ by more than 1e-4 of the largest entry."""
-    scale = float(np.max(np.abs(theirs), initial=0.0))
-    if not np.allclose(np.tril(ours), np.tril(theirs), rtol=0, atol=1e-4 * scale):
-        raise AssertionError(f"bench_cuda_routines: {name}: nx.cuda's factor and the competitor's disagree")
 
 
 def _cholesky(dev: device.CudaDevice, batch: int, repeats: int) -> list[dict[str, Any]]:
@@ -94,8 +62,11 @@ def _cholesky(dev: device.CudaDevice, batch: int, repeats: int) -> list[dict[str
         cp.cuda.get_current_stream().synchronize()
         return r
 
-    _check("cholesky vs cupy", mine, cp.asnumpy(cupy_chol()))
-    rows.append(_row(f"cholesky {batch} x {N}x{N} vs cupy", batch, *_median(ours, cupy_chol, repeats)))
+    # The lower factors alone, within 1e-4 of the largest entry.
+    timing.check_close("bench_cuda_routines: cholesky: nx.cuda and CuPy",
+                       np.tril(mine), np.tril(cp.asnumpy(cupy_chol())), 1e-4)
+    rows.append(timing.row(f"cholesky {batch} x {N}x{N} vs cupy", batch, "float32", ours, cupy_chol,
+                           repeats))
     try:
         import torch
 
@@ -111,8 +82,10 @@ def _cholesky(dev: device.CudaDevice, batch: int, repeats: int) -> list[dict[str
         torch.cuda.synchronize()
         return r
 
-    _check("cholesky vs torch", mine, torch_chol().cpu().numpy())
-    rows.append(_row(f"cholesky {batch} x {N}x{N} vs torch", batch, *_median(ours, torch_chol, repeats)))
+    timing.check_close("bench_cuda_routines: cholesky: nx.cuda and torch",
+                       np.tril(mine), np.tril(torch_chol().cpu().numpy()), 1e-4)
+    rows.append(timing.row(f"cholesky {batch} x {N}x{N} vs torch", batch, "float32", ours, torch_chol,
+                           repeats))
     return rows
 
 
@@ -128,19 +101,5 @@ def run(quick: bool) -> list[dict[str, Any]]:
     return _cholesky(dev, 1000 if quick else 10000, repeats=5 if quick else 20)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1000 matrices, fewer repeats")
-    parser.add_argument("--json", help="write the rows to this file")
-    args = parser.parse_args()
-    rows = run(args.quick)
-    for r in rows:
-        print(f"{r['name']:<40} {r['size']:>8} {r['ours_s'] * 1e3:9.3f} ms {r['numpy_s'] * 1e3:9.3f} ms"
-              f" x{r['ratio']:.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
-
-
 if __name__ == "__main__":
-    main()
+    sys.exit(timing.main(run, __doc__, "1000 matrices, fewer repeats"))

@@ -10,6 +10,7 @@ times a map of 8 elements: the kernel's per-call overhead.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -80,9 +81,8 @@ def run(quick: bool) -> list[dict[str, Any]]:
                 spec = Map(prog, (PLAIN,) * k)
                 ops = arrays[:k]
                 args = host[:k]
-                rows.append(_row(name, n, dt.name,
-                                 lambda spec=spec, ops=ops, dst=dst: _MAP(spec, [dst], ops),
-                                 lambda f=numpy_fn, args=args, out=out: f(*args, out), repeats))
+                rows.append(_row(name, n, dt.name, functools.partial(_MAP, spec, [dst], ops),
+                                 functools.partial(numpy_fn, *args, out), repeats))
     tiny = [Array.from_numpy(np.ones(8, np.float32)) for _ in range(2)]
     tiny_dst = Array.empty(D.float32, (8,))
     tiny_np = [np.ones(8, np.float32) for _ in range(3)]

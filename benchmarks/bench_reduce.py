@@ -4,23 +4,20 @@ logsumexp), side by side in one process.
 Each case times our kernel (called on the host library directly, arrays and
 destinations made beforehand) and NumPy's best equivalent, alternating, and
 reports the medians and ``ratio = numpy_s / ours_s`` (above 1: ours is
-faster). ``python benchmarks/bench_reduce.py [--quick] [--json PATH]``.
+faster). ``python -m benchmarks.bench_reduce [--quick] [--json PATH]``.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import scipy.special
 
+from benchmarks import timing
 from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
@@ -31,22 +28,6 @@ from nxkernel_core.prog import Prog
 from nxkernel_host.library import library
 
 LIB: Library = check_library(library)
-
-
-def _median(f: Callable[[], Any], g: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    """Medians of ``repeats`` alternating timings of ``f`` and ``g`` (one warm-up
-    each first)."""
-    f()
-    g()
-    tf, tg = [], []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        f()
-        tf.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        g()
-        tg.append(time.perf_counter() - t0)
-    return statistics.median(tf), statistics.median(tg)
 
 
 def _reduce_call(a: Array, reductions: tuple[tuple[Any, int, D.Dtype], ...],
@@ -126,28 +107,9 @@ def run(quick: bool) -> list[dict[str, Any]]:
             cases.append(("pool3x3", _reduce_call(Array.from_numpy(img),
                                                   ((S.Monoid.SUM, 0, dt),), (load,), (2, 3),
                                                   (side, side)), _pool_numpy(img)))
-            for name, ours, theirs in cases:
-                t_ours, t_np = _median(ours, theirs, repeats)
-                rows.append({"name": name, "size": n, "dtype": dt.name, "ours_s": t_ours,
-                             "numpy_s": t_np, "ratio": t_np / t_ours})
+            rows += [timing.row(name, n, dt.name, ours, theirs, repeats) for name, ours, theirs in cases]
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1e6 elements, fewer repeats")
-    parser.add_argument("--json", help="also write the rows to this file")
-    args = parser.parse_args(argv)
-    rows = run(args.quick)
-    print(f"{'case':<10} {'size':>9} {'dtype':<8} {'ours ms':>9} {'numpy ms':>9} {'ratio':>6}")
-    for r in rows:
-        print(f"{r['name']:<10} {r['size']:>9} {r['dtype']:<8} {r['ours_s'] * 1e3:>9.3f} "
-              f"{r['numpy_s'] * 1e3:>9.3f} {r['ratio']:>6.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(timing.main(run, __doc__, "1e6 elements, fewer repeats"))

@@ -1,18 +1,32 @@
-"""Side-by-side timing shared by the benchmark suites."""
+"""What the benchmark suites share: side-by-side timing, the row a case
+reports, the checks that ours and the peer agree before they are timed, and
+running a suite as a script.
+
+A row is ``{name, size, dtype, ours_s, numpy_s, ratio}`` (see ``run.py``):
+``numpy_s`` holds the peer's time whoever the peer is (NumPy, CuPy, PyTorch),
+and ``ratio = numpy_s / ours_s`` (above 1: ours is faster).
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
+__all__ = ["check_bits", "check_close", "main", "medians", "row", "row_of"]
+
+
+# ---- timing ------------------------------------------------------------------------------------
 
 def medians(ours: Callable[[], object], other: Callable[[], object], repeats: int
             ) -> tuple[float, float]:
     """Median seconds of each, after one warm-up call each, run alternately so
-    both see the same machine load."""
+    both see the same machine load. A device suite's callables synchronise
+    before they return, so the times cover the work and not just its launch."""
     ours()
     other()
     a, b = [], []
@@ -26,9 +40,107 @@ def medians(ours: Callable[[], object], other: Callable[[], object], repeats: in
     return float(np.median(a)), float(np.median(b))
 
 
+# ---- rows --------------------------------------------------------------------------------------
+
+def row_of(name: str, size: int, dtype: str, ours_s: float, other_s: float) -> dict[str, Any]:
+    """One benchmark row from measured times; ``ratio`` is ``other_s / ours_s``
+    (above 1: we are faster), None where ours took no measurable time."""
+    return {"name": name, "size": size, "dtype": dtype, "ours_s": ours_s, "numpy_s": other_s,
+            "ratio": other_s / ours_s if ours_s > 0 else None}
+
+
 def row(name: str, size: int, dtype: str, ours: Callable[[], object],
         other: Callable[[], object], repeats: int) -> dict[str, Any]:
-    """One benchmark row: both medians and the ratio other/ours (above 1: we are faster)."""
-    ours_s, other_s = medians(ours, other, repeats)
-    return {"name": name, "size": size, "dtype": dtype, "ours_s": ours_s, "numpy_s": other_s,
-            "ratio": other_s / ours_s}
+    """One benchmark row: both medians (``medians``), then ``row_of``."""
+    return row_of(name, size, dtype, *medians(ours, other, repeats))
+
+
+# ---- checks ------------------------------------------------------------------------------------
+# A case checks ours against the peer's result before timing them, so a run on
+# a lent GPU is also a smoke test of the kernels there. ``what`` names the case
+# and the pair, as in "bench_cuda: sum: nx.cuda and CuPy"; the message adds
+# "disagree" and by how much.
+
+def check_bits(what: str, ours: np.ndarray, theirs: np.ndarray) -> None:
+    """Raise AssertionError unless ``ours`` and ``theirs`` have the same shape
+    and the same bytes (for moves and exact arithmetic)."""
+    if ours.shape != theirs.shape:
+        raise AssertionError(f"{what} disagree (shapes {ours.shape} and {theirs.shape})")
+    # reshape first: a 0-d array cannot be viewed with a different item size.
+    a, b = (np.ascontiguousarray(x).reshape(-1).view(np.uint8) for x in (ours, theirs))
+    if not np.array_equal(a, b):
+        raise AssertionError(f"{what} disagree (their bits differ)")
+
+
+def check_close(what: str, ours: np.ndarray, theirs: np.ndarray, rel: float, *,
+                rtol: float = 0.0, by: Literal["entry", "norm"] = "entry") -> None:
+    """Raise AssertionError unless ``ours`` is within a relative ``rel`` of ``theirs``.
+
+    Args:
+        what: the case and the pair, as in ``"bench_cuda: sum: nx.cuda and CuPy"``.
+        ours: our result, as a NumPy array.
+        theirs: the peer's result, the reference the tolerance scales with.
+        rel: the tolerance, relative to the size of ``theirs``.
+        rtol: ``by="entry"`` only: a further tolerance relative to each entry.
+        by: ``"entry"``: every entry, ``|ours - theirs| <= rel * max|theirs| +
+            rtol * |theirs|`` (``np.allclose``); ``"norm"``: all entries
+            together, ``||ours - theirs||_2 <= rel * ||theirs||_2`` (the
+            Frobenius norm of a matrix).
+    """
+    if by == "entry":
+        scale = float(np.max(np.abs(theirs), initial=0.0))
+        if not np.allclose(ours, theirs, rtol=rtol, atol=rel * scale):
+            wide = np.result_type(ours, theirs, np.float64)
+            diff = float(np.max(np.abs(ours.astype(wide) - theirs.astype(wide)), initial=0.0))
+            each = f" plus {rtol:g} of each entry" if rtol else ""
+            raise AssertionError(f"{what} disagree (largest difference {diff!r}, {rel:g} of the "
+                                 f"largest |entry| {scale!r}{each} allowed)")
+    elif by == "norm":
+        if rtol:
+            raise ValueError("check_close: rtol applies to by='entry' alone")
+        wide = np.result_type(ours, theirs, np.float64)
+        d = float(np.linalg.norm(ours.astype(wide).ravel() - theirs.astype(wide).ravel()))
+        t = float(np.linalg.norm(theirs.astype(wide).ravel()))
+        if not d <= rel * t:
+            err = d / t if t > 0 else float("inf")
+            raise AssertionError(f"{what} disagree (relative 2-norm error {err:.3g}, {rel:g} allowed)")
+    else:
+        raise ValueError(f"check_close: by must be 'entry' or 'norm', not {by!r}")
+
+
+# ---- running a suite as a script ---------------------------------------------------------------
+
+def _print_rows(rows: Sequence[dict[str, Any]]) -> None:
+    """The rows as a table under a header; nothing where there are none."""
+    if not rows:
+        return
+    width = max([10, *(len(str(r["name"])) for r in rows)])
+    kind = max([5, *(len(str(r["dtype"])) for r in rows)])
+    print(f"{'case':<{width}} {'size':>10} {'dtype':<{kind}} {'ours ms':>10} {'theirs ms':>10} {'ratio':>6}")
+    for r in rows:
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        print(f"{r['name']:<{width}} {r['size']!s:>10} {r['dtype']!s:<{kind}} "
+              f"{r['ours_s'] * 1e3:>10.3f} {r['numpy_s'] * 1e3:>10.3f} {ratio:>6}")
+
+
+def main(run: Callable[[bool], list[dict[str, Any]]], description: str | None, quick_help: str,
+         argv: list[str] | None = None) -> int:
+    """Run a suite as a script: ``[--quick] [--json PATH]``; print its rows as
+    a table and write them to PATH as JSON. The exit status is 0.
+
+    Args:
+        run: the suite's ``run(quick)``.
+        description: the suite's docstring; its first paragraph is ``--help``'s.
+        quick_help: what ``--quick`` leaves out, for ``--help``.
+        argv: the arguments (default: the command line's).
+    """
+    parser = argparse.ArgumentParser(description=(description or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--json", metavar="PATH", help="also write the rows to this file")
+    args = parser.parse_args(argv)
+    rows = run(args.quick)
+    _print_rows(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
