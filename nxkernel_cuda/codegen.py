@@ -74,6 +74,7 @@ from .build import render
 
 __all__ = [
     "SCALARS",
+    "TERM_CODE",
     "Scalar",
     "code_expr",
     "eval_code",
@@ -609,3 +610,37 @@ def eval_code(prog: Prog) -> str:
 def coord_axes(prog: Prog) -> tuple[int, ...]:
     """The axes (counted from the last) that the program's Coord nodes read, sorted."""
     return tuple(sorted({n.axis for n in prog.nodes if isinstance(n, Coord)}))
+
+
+#: The operands of a row (NxkIn), a Coord index (nxk_rcoord) and term t of a
+#: row (nxk_term): the part of the generated sources over terms that reduce
+#: and scan (:mod:`nxkernel_cuda.reductions`) and the statistics kinds
+#: (:mod:`nxkernel_cuda.statistics`) share. Slots: coords, loads, outs, args
+#: (the evaluation, as in elementwise.TEMPLATE) and out, the output the terms
+#: are.
+TERM_CODE: Final = """\
+struct NxkIn {
+    const char* a[NIN];
+};
+
+// A Coord index: entry (source, div, ext, reversed), source 0 the row's
+// linear index, 1 the term's.
+__device__ __forceinline__ nxk_i64 nxk_rcoord(const nxk_i64* c, nxk_i64 row, nxk_i64 t) {
+    const nxk_i64 v = nxk_coord(c[0] == 0 ? row : t, c[1], c[2]);
+    return c[3] ? c[2] - 1 - v : v;
+}
+
+// Term t of the row whose kept positions are rowpos: output ${out} there.
+template <int NW>
+__device__ __forceinline__ NxkT nxk_term(const NxkIn& in, const nxk_i64* __restrict__ red,
+                                         const nxk_i64* __restrict__ coords, const nxk_i64* rowpos,
+                                         nxk_i64 row, nxk_i64 t) {
+    nxk_i64 pos[NW];
+    nxk_walk<NW>(red, t, pos);
+${coords}
+${loads}
+${outs}
+    nxk_eval(${args});
+    return o${out};
+}
+"""

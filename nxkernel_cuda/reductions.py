@@ -252,31 +252,7 @@ __device__ __forceinline__ void nxk_store_sum(int code, char* d, nxk_i64 p, NxkS
 __device__ __forceinline__ void nxk_store_state(int code, char* d, nxk_i64 p, NxkState v) { ${store_state} }
 __device__ __forceinline__ void nxk_store_code(char* d, nxk_i64 p, nxk_u64 c) { ${store_code} }
 
-struct NxkIn {
-    const char* a[NIN];
-};
-
-// A Coord index: entry (source, div, ext, reversed), source 0 the row's
-// linear index, 1 the term's.
-__device__ __forceinline__ nxk_i64 nxk_rcoord(const nxk_i64* c, nxk_i64 row, nxk_i64 t) {
-    const nxk_i64 v = nxk_coord(c[0] == 0 ? row : t, c[1], c[2]);
-    return c[3] ? c[2] - 1 - v : v;
-}
-
-// Term t of the row whose kept positions are rowpos: output ${out} there.
-template <int NW>
-__device__ __forceinline__ NxkT nxk_term(const NxkIn& in, const nxk_i64* __restrict__ red,
-                                         const nxk_i64* __restrict__ coords, const nxk_i64* rowpos,
-                                         nxk_i64 row, nxk_i64 t) {
-    nxk_i64 pos[NW];
-    nxk_walk<NW>(red, t, pos);
-${coords}
-${loads}
-${outs}
-    nxk_eval(${args});
-    return o${out};
-}
-
+""" + codegen.TERM_CODE + """
 struct NxkSumSrc {
     typedef NxkSum Acc;
     NxkIn in;
