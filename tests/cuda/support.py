@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from nxkernel_core import dtype as D
 from nxkernel_core import shape as SH
@@ -21,6 +22,7 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.rig import Rig
+from nxkernel_cuda import build
 from nxkernel_cuda.library import LIBRARY
 
 Arr = npt.NDArray[Any]
@@ -135,3 +137,18 @@ def untouched(a: Array) -> bool:
     """Whether a canary still holds its 0xA5 bytes."""
     raw = a.device.read_bytes(a.buffer.memory, a.buffer.offset, a.buffer.length)
     return bool(np.all(raw == 0xA5))
+
+
+def _nvrtc_missing() -> str | None:
+    """Why NVRTC cannot be loaded (only where its wheel cannot be installed), or None."""
+    try:
+        build.nvrtc_version()
+    except build.NvrtcUnavailable as e:
+        return str(e)
+    return None
+
+
+_NO_NVRTC = _nvrtc_missing()
+
+#: Marks a test that compiles with NVRTC: skipped, with the reason, where it cannot be loaded.
+needs_nvrtc = pytest.mark.skipif(_NO_NVRTC is not None, reason=f"NVRTC cannot be loaded: {_NO_NVRTC}")

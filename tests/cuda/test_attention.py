@@ -30,7 +30,7 @@ from nxkernel_cuda import attention, build
 from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 
-from .support import canary, on, same_bits, untouched
+from .support import canary, needs_nvrtc, on, same_bits, untouched
 
 Arr = npt.NDArray[Any]
 
@@ -345,11 +345,6 @@ def test_misfits_get_their_refusal(dev: CudaRig) -> None:
     assert LIBRARY.attention(case.spec, [good_o, lse], [ops[0], k3, v3]) is Answer.SHAPE_MISMATCH
 
 
-try:
-    build.nvrtc_version()
-    _NO_NVRTC = None
-except build.NvrtcUnavailable as e:  # only where the wheel cannot be installed
-    _NO_NVRTC = str(e)
 
 
 def _drawn_sources() -> list[build.Source]:
@@ -369,7 +364,7 @@ def _drawn_sources() -> list[build.Source]:
     return out
 
 
-@pytest.mark.skipif(_NO_NVRTC is not None, reason=f"NVRTC cannot be loaded: {_NO_NVRTC}")
+@needs_nvrtc
 @pytest.mark.parametrize("arch", build.CI_ARCHES)
 def test_generated_sources_compile_for_the_ci_arches(arch: str) -> None:
     for source in [*_drawn_sources(), attention.combine_source()]:

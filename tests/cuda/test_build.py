@@ -12,14 +12,7 @@ from nxkernel_cuda import build, cache, catalog, copy, lane_sum
 from nxkernel_cuda.build import CompileError, Source
 
 from . import probe
-
-try:
-    build.nvrtc_version()
-    _NO_NVRTC = None
-except build.NvrtcUnavailable as e:  # only where the wheel cannot be installed
-    _NO_NVRTC = str(e)
-
-needs_nvrtc = pytest.mark.skipif(_NO_NVRTC is not None, reason=f"NVRTC cannot be loaded: {_NO_NVRTC}")
+from .support import needs_nvrtc
 
 
 def _every_source() -> list[Source]:

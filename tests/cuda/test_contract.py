@@ -23,7 +23,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.layout import Broadcast, Permute
-from nxkernel_cuda import build, contraction
+from nxkernel_cuda import contraction
 from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 
@@ -244,19 +244,3 @@ def test_declines_are_stated_and_write_nothing(dev: CudaRig) -> None:
     assert LIBRARY.contract(spec, [sq], [sq, sq]) is Answer.DECLINED and untouched(sq)
     ok = (on(dev, f32), on(dev, f32.T.copy()))
     assert contraction.declines(Call("contract", spec, (canary(dev, D.float32, (2, 2)),), ok)) is None
-
-
-def _nvrtc_missing() -> str | None:
-    try:
-        build.nvrtc_version()
-    except build.NvrtcUnavailable as e:
-        return str(e)
-    return None
-
-
-@pytest.mark.skipif(_nvrtc_missing() is not None, reason="NVRTC cannot be loaded")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_the_sources_compile(arch: str) -> None:
-    for src in contraction.sources():
-        cubin = build.compile(src, arch)
-        assert set(cubin.lowered) == set(src.kernels)

@@ -22,7 +22,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, unit_roundoff
 from nxkernel_core.layout import Broadcast
-from nxkernel_cuda import build, fourier
+from nxkernel_cuda import fourier
 from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 
@@ -317,18 +317,3 @@ def test_plans_cover_the_length_within_a_block() -> None:
     for n in (1, 8, 60, 11, 97, 1009):  # the module's bound helper is the statement's
         for dt in (D.complex64, D.complex128):
             assert math.isclose(fourier.axis_error(n, dt), _stated(n, dt), rel_tol=1e-12)
-
-
-def _nvrtc_missing() -> str | None:
-    try:
-        build.nvrtc_version()
-    except build.NvrtcUnavailable as e:
-        return str(e)
-    return None
-
-
-@pytest.mark.skipif(_nvrtc_missing() is not None, reason="NVRTC cannot be loaded")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_the_source_compiles(arch: str) -> None:
-    cubin = build.compile(fourier.source(), arch)
-    assert set(cubin.lowered) == set(fourier.KERNELS)

@@ -28,13 +28,7 @@ from nxkernel_cuda.library import LIBRARY
 
 from . import programs
 from . import test_gpu_plumbing as plumbing
-from .support import on, run, same_bits, values
-
-try:
-    build.nvrtc_version()
-    _NO_NVRTC = None
-except build.NvrtcUnavailable as e:  # only where the wheel cannot be installed
-    _NO_NVRTC = str(e)
+from .support import needs_nvrtc, on, run, same_bits, values
 
 
 def _generated() -> list[Source]:
@@ -42,7 +36,7 @@ def _generated() -> list[Source]:
             + [reductions.reductions_source(p, k) for p, k in programs.REDUCTION_TERMS])
 
 
-@pytest.mark.skipif(_NO_NVRTC is not None, reason=f"NVRTC cannot be loaded: {_NO_NVRTC}")
+@needs_nvrtc
 @pytest.mark.parametrize("arch", build.CI_ARCHES)
 def test_generated_sources_compile_for_the_ci_arches(arch: str) -> None:
     for source in _generated():

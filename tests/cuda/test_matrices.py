@@ -27,7 +27,7 @@ from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.layout import Broadcast, Permute
 from nxkernel_core.rig import host
-from nxkernel_cuda import build, matrices
+from nxkernel_cuda import matrices
 from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 from nxkernel_host.library import library as HOST
@@ -487,18 +487,3 @@ def test_misfits_are_refused(dev: CudaRig) -> None:
     assert LIBRARY.eigh(S.Eigh(False), [Array.empty(D.float32, (1, 2), dev)], [wide]) is Answer.SHAPE_MISMATCH
     call = Call("cholesky", S.Cholesky(), (Array.empty(D.float64, (1, 3, 3), dev),), (a,))
     assert matrices.declines(call) is None  # a misfit is refused, not declined
-
-
-def _nvrtc_missing() -> str | None:
-    try:
-        build.nvrtc_version()
-    except build.NvrtcUnavailable as e:
-        return str(e)
-    return None
-
-
-@pytest.mark.skipif(_nvrtc_missing() is not None, reason="NVRTC cannot be loaded")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_the_source_compiles(arch: str) -> None:
-    cubin = build.compile(matrices.source(), arch)
-    assert set(cubin.lowered) == set(matrices.KERNELS)

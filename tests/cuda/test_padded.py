@@ -28,7 +28,7 @@ from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 from nxkernel_host.library import library as HOST
 
-from .support import REAL, canary, on, run, same_bits, untouched, values
+from .support import REAL, canary, needs_nvrtc, on, run, same_bits, untouched, values
 
 Arr = npt.NDArray[Any]
 
@@ -274,6 +274,7 @@ def test_the_pad_descriptor_keeps_the_fills_bytes_and_the_axes() -> None:
     assert loops.pad_key((S.PLAIN, ld)) == (None, 2) and loops.pad_key((S.PLAIN,)) == ()
 
 
+@needs_nvrtc
 @pytest.mark.parametrize("arch", build.CI_ARCHES)
 def test_padded_sources_compile_for_the_ci_arches(arch: str) -> None:
     """A map and the reductions over a rank-2 Padded load, a rank-0 one and a

@@ -33,7 +33,7 @@ from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 
 from . import programs
-from .support import canary, on, run, same_bits, untouched, values
+from .support import canary, needs_nvrtc, on, run, same_bits, untouched, values
 
 Arr = npt.NDArray[Any]
 
@@ -558,14 +558,9 @@ def test_declines_and_misfits_write_nothing(dev: CudaRig) -> None:
     assert LIBRARY.reduce(wrong, [Array.empty(D.float32, (2,), host)] * 2, [xs]) is Answer.WRONG_DEVICE
 
 
-try:
-    build.nvrtc_version()
-    _NO_NVRTC = None
-except build.NvrtcUnavailable as e:  # only where the wheel cannot be installed
-    _NO_NVRTC = str(e)
 
 
-@pytest.mark.skipif(_NO_NVRTC is not None, reason=f"NVRTC cannot be loaded: {_NO_NVRTC}")
+@needs_nvrtc
 @pytest.mark.parametrize("arch", build.CI_ARCHES)
 def test_generated_sources_compile_for_the_ci_arches(arch: str) -> None:
     for prog, k in ((programs.fused(), 0), (programs.identity(D.int4), 0)):
