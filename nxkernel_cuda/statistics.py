@@ -46,7 +46,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.prog import Prog
 
-from . import codegen, loops, reductions
+from . import codegen, loops, reductions, terms
 from .build import Source, file_source, render
 from .device import CudaRig
 from .launch import Arg, Pointer
@@ -84,7 +84,7 @@ def source() -> Source:
 # --------------------------------------------------------------------------
 
 # Slots as in reductions' template: eval, nin, T, coords, loads, outs, args,
-# aparams; key, code, store_code, the per-dtype bodies of reductions._Terms.
+# aparams; key, code, store_code, the per-dtype bodies of terms.Terms.
 # Internal variables: rowpos[a], array a's position at the row's first term
 # (kept walk: operands, then the destinations d0 and d1, then a scan's carry);
 # pos[a], the offset of term t (reduced walk: operands, then a scan's d0, d1).
@@ -351,11 +351,11 @@ OTHER_KERNELS: Final = ("nxk_arg_totals", "nxk_arg_chunks")
 def terms_code(prog: Prog, output: int, pads: tuple[int | None, ...] = ()) -> str:
     """The CUDA source of the passes over terms of ``prog``'s output
     ``output`` over loads of ``pads`` (``loops.pad_key``, as
-    ``reductions.reductions_code`` reads them; pure): Arg scans for every
+    ``terms.reductions_code`` reads them; pure): Arg scans for every
     real dtype, and for floats the Logsumexp and Moments reductions and
     scans."""
     dt = prog.out_dtypes[output]
-    t = reductions._terms(dt)  # the Arg reductions' key and bits, shared
+    t = terms.of_dtype(dt)  # the Arg reductions' key and bits, shared
     axes = codegen.coord_axes(prog)
     coords = [f"    const nxk_i64 k{a} = nxk_rcoord(coords + {4 * j}, row, t);" for j, a in enumerate(axes)]
     loads: list[str] = []
@@ -446,7 +446,7 @@ def reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Logsumexp | S.Momen
     read by ``loads``: two lane-order passes, the lane plan
     ``reductions.lane_plan``'s. A Padded operand is read through its
     descriptor, its walk slots running nowhere."""
-    tprog, tout, ins = reductions.term_program(prog, output)
+    tprog, tout, ins = terms.term_program(prog, output)
     arrays = [operands[i] for i in ins]
     tloads = [loads[i] for i in ins]
     loop = loops.loop_shape(loads, operands)
@@ -536,7 +536,7 @@ def scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[A
     network over states, chunked by ``reductions.scan_chunk``."""
     carry = operands[0] if spec.carry else None
     ops = operands[1:] if spec.carry else operands
-    tprog, tout, ins = reductions.term_program(spec.prog, spec.output)
+    tprog, tout, ins = terms.term_program(spec.prog, spec.output)
     arrays = [ops[i] for i in ins]
     tloads = [spec.loads[i] for i in ins]
     loop = loops.loop_shape(spec.loads, ops)

@@ -21,7 +21,7 @@ from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.prog import Compare, Prog
 from nxkernel_core.rig import host
-from nxkernel_cuda import build, elementwise, reductions
+from nxkernel_cuda import build, elementwise, reductions, terms
 from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 from nxkernel_host.library import library as HOST
@@ -201,7 +201,7 @@ def test_complex_sources_compile_for_every_ci_arch() -> None:
         prog = b.finish(x * y / x + y - (-x), b.recip(x), b.maximum(x, y), b.minimum(x, y),
                         b.binary(Compare.LESS, x, y), b.where(c, x, y), b.cast(x, other),
                         b.cast(x, D.float16), b.cast(b.cast(x, D.int8), dt), b.const(dt, 1.5j))
-        sources += [elementwise.map_source(prog), reductions.reductions_source(prog, 0)]
+        sources += [elementwise.map_source(prog), terms.reductions_source(prog, 0)]
     for source in sources:
         for arch in build.CI_ARCHES:
             assert build.compile(source, arch).arch == arch

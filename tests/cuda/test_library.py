@@ -19,7 +19,7 @@ from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.kernel import KERNEL_NAMES, check_library, gamma, unit_roundoff
-from nxkernel_cuda import build, elementwise, reductions
+from nxkernel_cuda import build, elementwise, terms
 from nxkernel_cuda import device as cuda_device
 from nxkernel_cuda.build import Cubin, Source
 from nxkernel_cuda.device import CudaDevice, CudaRig, EmuDevice
@@ -33,7 +33,7 @@ from .support import needs_nvrtc, on, run, same_bits, values
 
 def _generated() -> list[Source]:
     return ([elementwise.map_source(p) for p in programs.MAP_PROGRAMS.values()]
-            + [reductions.reductions_source(p, k) for p, k in programs.REDUCTION_TERMS])
+            + [terms.reductions_source(p, k) for p, k in programs.REDUCTION_TERMS])
 
 
 @needs_nvrtc

@@ -23,7 +23,7 @@ from nxkernel_core.kernel import Call
 from nxkernel_core.layout import Permute, Window
 from nxkernel_core.prog import Prog
 from nxkernel_core.rig import host
-from nxkernel_cuda import build, elementwise, loops, reductions
+from nxkernel_cuda import build, elementwise, loops, terms
 from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 from nxkernel_host.library import library as HOST
@@ -287,6 +287,6 @@ def test_padded_sources_compile_for_the_ci_arches(arch: str) -> None:
     p, q, r = b.ins
     prog = b.finish(p + b.cast(q, D.float32) * b.cast(r, D.float32))
     pads = (2, 0, None)
-    for source in (elementwise.map_source(prog, pads), reductions.reductions_source(prog, 0, pads)):
+    for source in (elementwise.map_source(prog, pads), terms.reductions_source(prog, 0, pads)):
         cubin = build.compile(source, arch)
         assert cubin.path.read_bytes()[:4] == b"\x7fELF" and set(cubin.lowered) == set(source.kernels)
