@@ -279,10 +279,6 @@ def test_the_pad_descriptor_keeps_the_fills_bytes_and_the_axes() -> None:
 def test_padded_sources_compile_for_the_ci_arches(arch: str) -> None:
     """A map and the reductions over a rank-2 Padded load, a rank-0 one and a
     Plain one compile by NVRTC (the emulator runs the same text)."""
-    try:
-        build.nvrtc_version()
-    except build.NvrtcUnavailable as e:  # only where the wheel cannot be installed
-        pytest.skip(f"NVRTC cannot be loaded: {e}")
     b = Prog.build([D.float32, D.int4, D.bfloat16])
     p, q, r = b.ins
     prog = b.finish(p + b.cast(q, D.float32) * b.cast(r, D.float32))
