@@ -21,31 +21,15 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, unit_roundoff
-from nxkernel_core.layout import Permute, Range, Slice
 from nxkernel_host.fourier import FAMILY, bound
+
+from .layouts import LAYOUTS, placed
 
 NDArray = np.ndarray[Any, Any]
 fft = FAMILY.kernels["fft"]
 FORWARD, INVERSE = S.Direction.FORWARD, S.Direction.INVERSE
-LAYOUTS = ("c", "reversed", "strided", "permuted")
 
 
-def placed(values: NDArray, dt: Dtype, layout: str) -> Array:
-    """An array of ``dt`` holding ``values`` through the named layout."""
-    shape = values.shape
-    if layout == "c" or not shape:
-        return Array.from_numpy(values, dtype=dt)
-    if layout == "reversed":
-        base = Array.empty(dt, shape)
-        view = base.view(Slice(tuple(Range(d - 1, d, -1) if d else Range(0, 0) for d in shape)))
-    elif layout == "strided":
-        base = Array.empty(dt, tuple(2 * d + 1 for d in shape))
-        view = base.view(Slice(tuple(Range(1, d, 2) for d in shape)))
-    else:
-        base = Array.empty(dt, shape[::-1])
-        view = base.view(Permute(tuple(reversed(range(len(shape))))))
-    view.write_numpy(values)
-    return view
 
 
 def transform(spec: S.Fft, x: Array, dst_dt: Dtype) -> NDArray:
