@@ -40,8 +40,6 @@ FLOAT_ACCS = (D.float32, D.float64, D.complex64, D.complex128)
 contract = FAMILY.kernels["contract"]
 
 
-
-
 def bits(a: NDArray) -> bytes:
     return np.ascontiguousarray(a).tobytes()
 

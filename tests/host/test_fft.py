@@ -30,8 +30,6 @@ fft = FAMILY.kernels["fft"]
 FORWARD, INVERSE = S.Direction.FORWARD, S.Direction.INVERSE
 
 
-
-
 def transform(spec: S.Fft, x: Array, dst_dt: Dtype) -> NDArray:
     shapes = Shape.fft(spec, [x.shape])
     assert not isinstance(shapes, Shape.Error)
