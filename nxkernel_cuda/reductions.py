@@ -69,7 +69,7 @@ from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call
 from nxkernel_core.prog import Prog
 
-from . import codegen, loops, statistics, terms
+from . import codegen, loops, plans, statistics, terms
 from .build import Source, file_source
 from .device import CudaRig
 from .elementwise import loop_rank
@@ -108,66 +108,10 @@ _OPS: Final[dict[S.Monoid, int]] = {S.Monoid.SUM: 0, S.Monoid.PROD: 1, S.Monoid.
 
 
 # --------------------------------------------------------------------------
-# Plans
-# --------------------------------------------------------------------------
-
-#: Blocks a reduction aims at, over all rows.
-_TARGET_BLOCKS: Final = 2048
-#: The largest chunk of a scan, in states (a power of two).
-MAX_SCAN_CHUNK: Final = 1024
-
-
-def _pow2_at_least(v: int) -> int:
-    return 1 << max(0, (v - 1).bit_length())
-
-
-#: The most chunks a block combines (its chunk values wait in shared memory).
-MAX_GROUP: Final = 1024
-
-
-def lane_plan(rows: int, n: int, threads: int | None = None, group_chunks: int | None = None
-              ) -> tuple[int, int, int]:
-    """(threads, chunks a group, groups a row) of a lane-order reduction of
-    ``rows`` rows of ``n`` terms: groups of a power of two of chunks, at most
-    :data:`MAX_GROUP`, about :data:`_TARGET_BLOCKS` blocks in all. Any choice
-    gives the same bits (tests pass their own)."""
-    chunks = -(-n // 1024)
-    if group_chunks is None:
-        want = max(1, -(-_TARGET_BLOCKS // max(rows, 1)))
-        group_chunks = min(MAX_GROUP, _pow2_at_least(max(1, -(-chunks // want))))
-    if group_chunks < 1 or group_chunks & (group_chunks - 1) or group_chunks > MAX_GROUP:
-        raise ValueError(f"lane_plan: {group_chunks} chunks a group is not a power of two in"
-                         f" [1, {MAX_GROUP}]")
-    if threads is None:
-        threads = max(32, min(256, 16 * _pow2_at_least(max(1, min(group_chunks, chunks)))))
-    if threads < 32 or threads & (threads - 1) or threads > 256:  # the kernels' launch bounds
-        raise ValueError(f"lane_plan: {threads} threads is not a power of two in [32, 256]")
-    return threads, group_chunks, max(1, -(-chunks // group_chunks))
-
-
-def scan_chunk(m: int, chunk: int | None = None) -> int:
-    """The chunk size (a power of two, twice the block size) of a scan of rows
-    of ``m`` states; any choice gives the same bits (tests pass their own)."""
-    if chunk is not None:
-        if chunk < 2 or chunk & (chunk - 1) or chunk > 2048:
-            raise ValueError(f"scan_chunk: {chunk} is not a power of two in [2, 2048]")
-        return chunk
-    return min(MAX_SCAN_CHUNK, max(64, _pow2_at_least(m)))
-
-
-# --------------------------------------------------------------------------
 # Launching
 # --------------------------------------------------------------------------
 
 
-#: Blocks of a launch whose blocks stride over their work, at most (CUDA's
-#: grid limit is 2^31 - 1).
-MAX_GRID: Final = 1 << 20
-
-
-def _grid(blocks: int) -> int:
-    """The grid of a block-striding launch over ``blocks`` block indices."""
-    return max(1, min(blocks, MAX_GRID))
 
 
 def _axes_parts(a: Array, axes: Sequence[int]) -> list[int]:
@@ -218,7 +162,7 @@ def _reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Reduction, result:
     kept_p, red_p = desc, desc + 8 * len(wk)
     coords_p = red_p + 8 * len(wr)
     module = dev.load(terms.reductions_source(tprog, tout, loops.pad_key(tloads)))
-    tb, g_chunks, groups = lane_plan(rows, n, threads, group_chunks)
+    tb, g_chunks, groups = plans.lane_plan(rows, n, threads, group_chunks)
     bases = [loops.base(dev, a) for a in arrays]
     p0, p1 = loops.base(dev, d0), loops.base(dev, d1)
     ext = not (red is S.Monoid.SUM or red is S.Monoid.PROD)
@@ -235,7 +179,7 @@ def _reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Reduction, result:
     if ext:
         is_max = np.int32(red is S.Monoid.MAX or (isinstance(red, S.Arg) and red.extreme is S.Extreme.MAX))
         arg = np.int32(isinstance(red, S.Arg))
-        module.function("nxk_red_ext")((_grid(grid),), (tb,), [
+        module.function("nxk_red_ext")((plans.grid(grid),), (tb,), [
             kept_p, red_p, coords_p, np.int64(n), np.int64(groups), np.int64(g_chunks), is_max, arg,
             partial, p0, p1, np.int64(grid), *bases], shared_bytes=shared)
         if groups > 1:
@@ -245,7 +189,7 @@ def _reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Reduction, result:
     else:
         mul = np.int32(red is S.Monoid.PROD)
         code = np.int32(result.code)
-        module.function("nxk_red_sum")((_grid(grid),), (tb,), [
+        module.function("nxk_red_sum")((plans.grid(grid),), (tb,), [
             kept_p, red_p, coords_p, np.int64(n), np.int64(groups), np.int64(g_chunks), mul, code,
             partial, p0, np.int64(grid), *bases], shared_bytes=shared)
         if groups > 1:
@@ -267,11 +211,11 @@ def _scan_states(dev: CudaRig, t: terms.Terms, rows: int, m: int, chunk: int, op
     if q > 1:
         tot_buf, totals = loops.scratch(dev, rows * nfull * state_bytes)
         keep.append(tot_buf)
-        module.function(f"nxk_scan_totals_arr<{t.state_t}>")((_grid(rows * nfull),), (chunk // 2,), [
+        module.function(f"nxk_scan_totals_arr<{t.state_t}>")((plans.grid(rows * nfull),), (chunk // 2,), [
             np.int64(m), np.int64(nfull), np.int32(chunk), np.int32(op), src, totals, np.int64(rows * nfull)],
             shared_bytes=chunk * state_bytes)
         scanned = _scan_states(dev, t, rows, nfull, chunk, op, totals, keep)
-    module.function(f"nxk_scan_chunks_arr<{t.state_t}>")((_grid(rows * q),), (chunk // 2,), [
+    module.function(f"nxk_scan_chunks_arr<{t.state_t}>")((plans.grid(rows * q),), (chunk // 2,), [
         np.int64(m), np.int64(q), np.int64(nfull), np.int32(chunk), np.int32(op), src, scanned, out,
         np.int64(rows * q)], shared_bytes=chunk * state_bytes)
     return out
@@ -331,7 +275,7 @@ def _scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[
     t = terms.of_dtype(tprog.out_dtypes[tout])
     has_carry = int(carry is not None)
     m = n + has_carry
-    c = scan_chunk(m, chunk)
+    c = plans.scan_chunk(m, chunk)
     q, nfull = -(-m // c), m // c
     op = _OPS[spec.reduction]  # type: ignore[index]
     bases = [loops.base(dev, a) for a in arrays]
@@ -343,11 +287,11 @@ def _scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[
     if q > 1:
         tot_buf, totals = loops.scratch(dev, rows * nfull * t.state_bytes)
         keep.append(tot_buf)
-        module.function("nxk_scan_totals")((_grid(rows * nfull),), (c // 2,), [
+        module.function("nxk_scan_totals")((plans.grid(rows * nfull),), (c // 2,), [
             kept_p, red_p, coords_p, np.int64(m), np.int32(has_carry), np.int64(nfull), np.int32(c),
             np.int32(op), totals, pc, np.int64(rows * nfull), *bases], shared_bytes=shared)
         scanned = _scan_states(dev, t, rows, nfull, c, op, totals, keep)
-    module.function("nxk_scan_chunks")((_grid(rows * q),), (c // 2,), [
+    module.function("nxk_scan_chunks")((plans.grid(rows * q),), (c // 2,), [
         kept_p, red_p, coords_p, np.int64(m), np.int32(has_carry), np.int64(q), np.int64(nfull),
         np.int32(c), np.int32(op), scanned, np.int32(spec.dtype.code), p0, pc, np.int64(rows * q), *bases],
         shared_bytes=shared)
@@ -424,7 +368,7 @@ def reduce(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array], *,
            threads: int | None = None, group_chunks: int | None = None) -> Answer:
     """``S.reduce``: each reduction of ``spec.reductions`` over ``spec.axes`` of
     its program output, into the destinations in order. ``threads`` and
-    ``group_chunks`` choose the lane plan (:func:`lane_plan`; tests only)."""
+    ``group_chunks`` choose the lane plan (:func:`~nxkernel_cuda.plans.lane_plan`; tests only)."""
     misfit = _reduce_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit

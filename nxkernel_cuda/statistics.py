@@ -20,8 +20,8 @@ dtype). Here:
   combination is associative and commutative, so exact; Logsumexp over
   float64 log-sum-exps; Moments over float64 (count, mean, M2) by Chan's
   merge (the host's bits). A carry is state 0. Chunks, their totals' scan
-  (recursively, ``kernels/statistics.cu``) and the finishing pass are
-  :mod:`~nxkernel_cuda.reductions`' scan plan.
+  (recursively, ``kernels/statistics.cu``) and the finishing pass follow
+  the reductions' scan plan (:mod:`~nxkernel_cuda.plans`).
 * A NaN result of Logsumexp or Moments is stored as the positive quiet NaN,
   so a scan's prefix is bit for bit the prefix of its scan.
 * Loads: a Padded operand is read through its descriptor
@@ -46,7 +46,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.prog import Prog
 
-from . import codegen, loops, reductions, terms
+from . import codegen, loops, plans, terms
 from .build import Source, file_source, render
 from .device import CudaRig
 from .launch import Arg, Pointer
@@ -405,11 +405,6 @@ def terms_source(prog: Prog, output: int, pads: tuple[int | None, ...] = ()) -> 
 # --------------------------------------------------------------------------
 
 
-def _grid(blocks: int) -> int:
-    """The grid of a block-striding launch over ``blocks`` block indices."""
-    return max(1, min(blocks, reductions.MAX_GRID))
-
-
 def _parts(a: Array, axes: Sequence[int]) -> list[int]:
     return [a.layout.strides[x] for x in axes]
 
@@ -444,7 +439,7 @@ def reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Logsumexp | S.Momen
     """Queue the Logsumexp (one destination) or Moments (mean, then variance)
     reduction of output ``output`` over ``axes`` into ``dsts``, the operands
     read by ``loads``: two lane-order passes, the lane plan
-    ``reductions.lane_plan``'s. A Padded operand is read through its
+    ``plans.lane_plan``'s. A Padded operand is read through its
     descriptor, its walk slots running nowhere."""
     tprog, tout, ins = terms.term_program(prog, output)
     arrays = [operands[i] for i in ins]
@@ -474,7 +469,7 @@ def reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Logsumexp | S.Momen
         kept_shape, [(d.layout.offset, d.layout.strides) for d in (d0, d1)])))
     module = dev.load(terms_source(tprog, tout, loops.pad_key(tloads)))
     passes = dev.load(source())
-    tb, g_chunks, groups = reductions.lane_plan(rows, n, threads, group_chunks)
+    tb, g_chunks, groups = plans.lane_plan(rows, n, threads, group_chunks)
     partial_buf, partial = loops.scratch(dev, rows * groups * 8)
     center_buf, center = loops.scratch(dev, rows * 8)
     bases = [loops.base(dev, a) for a in arrays]
@@ -483,7 +478,7 @@ def reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Logsumexp | S.Momen
     shared = max(1, min(g_chunks, -(-n // 1024))) * 8  # the group's chunk values
     one_row = (loops.blocks_for(rows),), (loops.THREADS,)
     for p in (1, 2):
-        module.function("nxk_stat_pass")((_grid(grid),), (tb,), [
+        module.function("nxk_stat_pass")((plans.grid(grid),), (tb,), [
             kept_p, red_p, coords_p, np.int64(n), np.int64(groups), np.int64(g_chunks), kind, np.int32(p),
             center, partial, np.int64(grid), *bases], shared_bytes=shared)
         if p == 1:
@@ -520,11 +515,11 @@ def _scan_states(dev: CudaRig, kind: str, param: int, rows: int, m: int, chunk: 
     if q > 1:
         tot_buf, totals = loops.scratch(dev, rows * nfull * state_bytes)
         keep.append(tot_buf)
-        module.function(f"nxk_stat_totals_arr<{op}>")((_grid(rows * nfull),), (chunk // 2,), [
+        module.function(f"nxk_stat_totals_arr<{op}>")((plans.grid(rows * nfull),), (chunk // 2,), [
             np.int64(m), np.int64(nfull), np.int32(chunk), np.int32(param), src, totals,
             np.int64(rows * nfull)], shared_bytes=chunk * state_bytes)
         scanned = _scan_states(dev, kind, param, rows, nfull, chunk, totals, keep)
-    module.function(f"nxk_stat_chunks_arr<{op}>")((_grid(rows * q),), (chunk // 2,), [
+    module.function(f"nxk_stat_chunks_arr<{op}>")((plans.grid(rows * q),), (chunk // 2,), [
         np.int64(m), np.int64(q), np.int64(nfull), np.int32(chunk), np.int32(param), src, scanned, out,
         np.int64(rows * q)], shared_bytes=chunk * state_bytes)
     return out
@@ -533,7 +528,7 @@ def _scan_states(dev: CudaRig, kind: str, param: int, rows: int, m: int, chunk: 
 def scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array],
          chunk: int | None) -> None:
     """Queue the Arg, Logsumexp or Moments scan of ``spec`` into ``dsts``: the
-    network over states, chunked by ``reductions.scan_chunk``."""
+    network over states, chunked by ``plans.scan_chunk``."""
     carry = operands[0] if spec.carry else None
     ops = operands[1:] if spec.carry else operands
     tprog, tout, ins = terms.term_program(spec.prog, spec.output)
@@ -585,7 +580,7 @@ def scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[A
     param = int(isinstance(spec.reduction, S.Arg) and spec.reduction.extreme is S.Extreme.MAX)
     has_carry = int(carry is not None)
     m = n + has_carry
-    c = reductions.scan_chunk(m, chunk)
+    c = plans.scan_chunk(m, chunk)
     q, nfull = -(-m // c), m // c
     bases = [loops.base(dev, a) for a in arrays]
     p0, p1 = loops.base(dev, d0), loops.base(dev, d1)
@@ -598,10 +593,10 @@ def scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[A
     if q > 1:
         tot_buf, totals = loops.scratch(dev, rows * nfull * state_bytes)
         keep.append(tot_buf)
-        module.function(f"nxk_{kind}_totals")((_grid(rows * nfull),), (c // 2,), [
+        module.function(f"nxk_{kind}_totals")((plans.grid(rows * nfull),), (c // 2,), [
             *head, np.int64(nfull), totals, np.int64(rows * nfull), *bases], shared_bytes=shared)
         scanned = _scan_states(dev, kind, param, rows, nfull, c, totals, keep)
-    module.function(f"nxk_{kind}_chunks")((_grid(rows * q),), (c // 2,), [
+    module.function(f"nxk_{kind}_chunks")((plans.grid(rows * q),), (c // 2,), [
         *head, np.int64(m), np.int64(q), np.int64(nfull), scanned, np.int32(spec.dtype.code), p0, p1,
         np.int64(rows * q), *bases], shared_bytes=shared)
     del keep  # queued work holds no reference: the stream orders the buffers' reuse
