@@ -356,21 +356,6 @@ def terms_code(prog: Prog, output: int, pads: tuple[int | None, ...] = ()) -> st
     scans."""
     dt = prog.out_dtypes[output]
     t = terms.of_dtype(dt)  # the Arg reductions' key and bits, shared
-    axes = codegen.coord_axes(prog)
-    coords = [f"    const nxk_i64 k{a} = nxk_rcoord(coords + {4 * j}, row, t);" for j, a in enumerate(axes)]
-    loads: list[str] = []
-    for i, d in enumerate(prog.ins):
-        rank = pads[i] if pads else None
-        if rank is None:
-            loads.append(f"    const {codegen.scalar(d).ctype} in{i} = "
-                         f"{codegen.load_expr(d, f'in.a[{i}]', f'rowpos[{i}] + pos[{i}]')};")
-        else:
-            desc = f"coords + coords[{4 * len(axes) + sum(r is not None for r in pads[:i])}]"
-            load = codegen.padded_load_stmt(d, f"in{i}", f"in.a[{i}]", rank, desc, ["row", "t"])
-            loads.append("    " + load)
-    outs = [f"    {codegen.scalar(d).ctype} o{k};" for k, d in enumerate(prog.out_dtypes)]
-    args = ([f"in{i}" for i in range(prog.n_ins)] + [f"k{a}" for a in axes]
-            + [f"&o{k}" for k in range(prog.n_outs)])
     nin = prog.n_ins
     aparams = ", ".join(f"const char* a{i}" for i in range(nin))
     pins = "\n".join(f"    p.in.a[{i}] = a{i};" for i in range(nin))
@@ -386,9 +371,7 @@ def terms_code(prog: Prog, output: int, pads: tuple[int | None, ...] = ()) -> st
                         sins="\n".join(f"        src.in.a[{i}] = a{i};" for i in range(nin)),
                         lse_kernels=kernels("lse", "NxkLseSrc"), mom_kernels=kernels("mom", "NxkMomSrc"))
     return render(
-        _COMMON, eval=codegen.eval_code(prog), nin=str(nin), T=codegen.scalar(dt).ctype, key=t.key,
-        code=t.code, store_code=t.store_code, out=str(output), coords="\n".join(coords),
-        loads="\n".join(loads), outs="\n".join(outs), args=", ".join(args),
+        _COMMON, **terms.term_slots(prog, output, pads), key=t.key, code=t.code, store_code=t.store_code,
         arg_kernels=kernels("arg", "NxkArgSrc"), floats=floats)
 
 

@@ -30,7 +30,8 @@ from nxkernel_core.prog import Convert, In, Op1, Prog
 from . import codegen
 from .build import Source, render
 
-__all__ = ["KERNELS", "Terms", "of_dtype", "reductions_code", "reductions_source", "term_program"]
+__all__ = ["KERNELS", "Terms", "of_dtype", "reductions_code", "reductions_source", "term_program",
+           "term_slots"]
 
 #: The kernels of every generated reductions source.
 KERNELS: Final = ("nxk_red_sum", "nxk_red_ext", "nxk_scan_totals", "nxk_scan_chunks")
@@ -376,13 +377,11 @@ ${iins}
 """)
 
 
-def reductions_code(prog: Prog, output: int, pads: tuple[int | None, ...] = ()) -> str:
-    """The CUDA source of the reduce and scan kernels of ``prog``'s output
-    ``output`` (pure), over loads of ``pads`` (``loops.pad_key``: () where
-    every load is Plain; a Padded operand j's descriptor is found from the
-    word after the Coord entries, ``coords[4·coord axes + j]``)."""
-    dt = prog.out_dtypes[output]
-    t = of_dtype(dt)
+def term_slots(prog: Prog, output: int, pads: tuple[int | None, ...] = ()) -> dict[str, str]:
+    """The slots of ``codegen.TERM_CODE`` and the program's: eval, nin, T (the
+    term's storage type), out, coords (Coord indices), loads (each operand
+    read at the term, a Padded operand j through its descriptor at
+    ``coords[4·coord axes + j]``), outs and args (pure)."""
     axes = codegen.coord_axes(prog)
     coords = [f"    const nxk_i64 k{a} = nxk_rcoord(coords + {4 * j}, row, t);" for j, a in enumerate(axes)]
     loads: list[str] = []
@@ -399,13 +398,24 @@ def reductions_code(prog: Prog, output: int, pads: tuple[int | None, ...] = ()) 
     outs = [f"    {codegen.scalar(d).ctype} o{k};" for k, d in enumerate(prog.out_dtypes)]
     args = ([f"in{i}" for i in range(prog.n_ins)] + [f"k{a}" for a in axes]
             + [f"&o{k}" for k in range(prog.n_outs)])
+    return {"eval": codegen.eval_code(prog), "nin": str(prog.n_ins),
+            "T": codegen.scalar(prog.out_dtypes[output]).ctype, "out": str(output),
+            "coords": "\n".join(coords), "loads": "\n".join(loads), "outs": "\n".join(outs),
+            "args": ", ".join(args)}
+
+
+def reductions_code(prog: Prog, output: int, pads: tuple[int | None, ...] = ()) -> str:
+    """The CUDA source of the reduce and scan kernels of ``prog``'s output
+    ``output`` (pure), over loads of ``pads`` (``loops.pad_key``: () where
+    every load is Plain; a Padded operand j's descriptor is found from the
+    word after the Coord entries, ``coords[4·coord axes + j]``)."""
+    t = of_dtype(prog.out_dtypes[output])
     nin = prog.n_ins
     return render(
-        _TEMPLATE, eval=codegen.eval_code(prog), nin=str(nin), T=codegen.scalar(dt).ctype,
+        _TEMPLATE, **term_slots(prog, output, pads),
         sum_t=t.sum_t, state_t=t.state_t, to_sum=t.to_sum, key=t.key, code=t.code, to_state=t.to_state,
         carry_state=t.carry_state, store_sum=t.store_sum, store_state=t.store_state,
-        store_code=t.store_code, out=str(output), coords="\n".join(coords), loads="\n".join(loads),
-        outs="\n".join(outs), args=", ".join(args),
+        store_code=t.store_code,
         aparams=", ".join(f"const char* a{i}" for i in range(nin)),
         ains="\n".join(f"        src.in.a[{i}] = a{i};" for i in range(nin)),
         iins="\n".join(f"        in.a[{i}] = a{i};" for i in range(nin)),
