@@ -1,6 +1,13 @@
 """The attention kernel: fused flash attention, one CUDA source generated per
 program, dtypes and head dimensions (``kernels/nxk_attention.cuh``).
 
+Calls whose q, k and v are all bfloat16 or all float16 into a float32
+accumulator take the tensor-core kernel of :mod:`nxkernel_cuda.attention_mma`
+where it fits (:func:`kernel_for`); the rules below are the SIMT kernel's,
+and those that module states differently (q·k and weighted values by
+mma.sync, weights rounded into v's dtype, hidden values in a read tile) are
+its own. Both take the same launch arguments.
+
 Rules:
 
 * A block of 4 warps owns a tile of ``BM = 4·R`` query rows of one (lead
@@ -22,7 +29,7 @@ Rules:
   ``l = l·α + Σ e`` and the weighted values ``acc = acc·α`` then ``+ e·v``
   in key order (``nxk_attn_wv``), α = exp(m_old − m_new), exactly 1 where
   the maximum did not move. A hidden pair adds nothing anywhere, so a NaN or
-  an infinity at a hidden pair never reaches o or lse.
+  an infinity at a hidden pair never reaches o or lse (SIMT).
 * Splits: where the blocks of (lead, head, row tile) are fewer than
   ``TARGET_BLOCKS`` (decode: tq = 1, long tk), the keys are cut into at most
   ``MAX_SPLITS`` splits of whole key tiles, a function of the extents alone;
@@ -65,7 +72,7 @@ from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, KernelStatement, unit_roundoff
 from nxkernel_core.prog import Binary, Compare, Const, Convert, Coord, Op1, Op2, Prog
 
-from . import codegen, loops
+from . import attention_mma, codegen, loops
 from .build import Source, file_source, render
 from .device import CudaRig
 from .launch import Arg
@@ -77,6 +84,7 @@ __all__ = [
     "KERNEL",
     "PROSE",
     "STATEMENT",
+    "Kernel",
     "Tiles",
     "attention",
     "attention_code",
@@ -84,6 +92,7 @@ __all__ = [
     "combine_source",
     "declines",
     "epsilon",
+    "kernel_for",
     "tiles_for",
 ]
 
@@ -450,25 +459,14 @@ def attention_code(prog: Prog, loads: tuple[Dtype, ...], q: Dtype, k: Dtype, v: 
                    dk: int, dv: int, tiles: Tiles, paged: bool) -> str:
     """The CUDA source of the attention kernel for ``prog`` over loads of
     these dtypes (pure)."""
-    axes = codegen.coord_axes(prog)
-    n_loads = len(loads)
-    lines = []
-    for i, dt in enumerate(loads):
-        pos = (f"u[NXK_ATTN_WORDS_FIXED + {i}] + row * g[NXK_ATTN_G_FIXED + {2 * i}]"
-               f" + key * g[NXK_ATTN_G_FIXED + {2 * i + 1}]")
-        lines.append(f"                        const {codegen.scalar(dt).ctype} in{i + 1} = "
-                     f"{codegen.load_expr(dt, f'a{i}', pos)};")
-    extra = [a for a in axes if a >= 2]
-    coord = {0: "key", 1: "row"}
-    coord.update({a: f"u[NXK_ATTN_WORDS_FIXED + {n_loads + j}]" for j, a in enumerate(extra)})
-    nargs = "".join(f"in{i + 1}, " for i in range(n_loads)) + "".join(f"{coord[a]}, " for a in axes)
+    load_lines, nargs, words = codegen.pair_loads(prog, loads, indent=24)
     return render(
         _TEMPLATE, eval=codegen.eval_code(prog), acc="float" if acc is D.float32 else "double",
         rows=str(tiles.rows), keys=str(tiles.keys), dk=str(dk), dv=str(dv), vpl=str(max(1, -(-dv // 32))),
-        paged="true" if paged else "false", words=str(7 + n_loads + len(extra)),
+        paged="true" if paged else "false", words=str(words),
         q_at=_widen(q), k_at=_widen(k), v_at=_widen(v),
-        load_params="".join(f"const char* a{i}, " for i in range(n_loads)),
-        loads="\n".join(lines), nargs=nargs)
+        load_params="".join(f"const char* a{i}, " for i in range(len(loads))),
+        loads=load_lines, nargs=nargs)
 
 
 @functools.lru_cache(maxsize=256)
@@ -512,8 +510,36 @@ def _offsets(a: Array, lead: tuple[int, ...], axes: Sequence[int], idx: np.ndarr
     return off + (idx @ st if len(lead) else 0)
 
 
-def _launch(dev: CudaRig, spec: S.Attention, dsts: Sequence[Array], operands: Sequence[Array],
-            tiles: Tiles) -> None:
+@final
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """The kernel a call launches: its source, name, tiles and shared memory."""
+
+    source: Source
+    name: str
+    tiles: Tiles
+    shared_bytes: int
+
+
+def kernel_for(dev: CudaRig, spec: S.Attention, operands: Sequence[Array], loads: Sequence[Dtype]) -> Kernel:
+    """The tensor-core kernel where :func:`attention_mma.takes` the call, else
+    the SIMT kernel (a call ``_reason`` admits): a function of the dtypes,
+    the head dimensions and the device model."""
+    q, k, v = (a.dtype for a in operands[:3])
+    dk, dv = operands[0].shape[-1], operands[2].shape[-1]
+    paged = isinstance(spec.kv, S.Paged)
+    if attention_mma.takes(dev, spec.acc, q, k, v, dk, dv):
+        keys = attention_mma.tile_keys(dk, dv)
+        assert keys is not None
+        return Kernel(attention_mma.attention_mma_source(spec.prog, tuple(loads), q, dk, dv, keys, paged),
+                      attention_mma.KERNEL, Tiles(16, keys), attention_mma.shared_bytes(keys, dk, dv))
+    tiles = tiles_for(dk, dv, spec.acc)
+    assert tiles is not None
+    return Kernel(attention_source(spec.prog, tuple(loads), q, k, v, spec.acc, dk, dv, tiles, paged), KERNEL,
+                  tiles, shared_bytes(tiles, dk, dv, spec.acc))
+
+
+def _launch(dev: CudaRig, spec: S.Attention, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """Queue the attention kernel (and the combine, where the keys are split)."""
     paged = isinstance(spec.kv, S.Paged)
     n_kv = 4 if paged else 3
@@ -524,7 +550,7 @@ def _launch(dev: CudaRig, spec: S.Attention, dsts: Sequence[Array], operands: Se
     o, lse = dsts
     lead = tuple(q.shape[:-3])
     nl = len(lead)
-    hq, tq, dk = q.shape[-3:]
+    hq, tq = q.shape[-3:-1]
     dv = v.shape[-1]
     if paged:
         assert table is not None
@@ -567,6 +593,8 @@ def _launch(dev: CudaRig, spec: S.Attention, dsts: Sequence[Array], operands: Se
         g += [a.layout.strides[-2], a.layout.strides[-1]]
     g_ptr = loops.upload(dev, g)
     u_ptr = loops.upload(dev, units.reshape(-1).tolist())
+    kernel = kernel_for(dev, spec, operands, [a.dtype for a in loads])
+    tiles = kernel.tiles
     row_tiles = -(-tq // tiles.bm)
     nsplit, per = splits(n_units, row_tiles, tk, tiles)
     blocks = n_units * row_tiles * nsplit
@@ -575,8 +603,6 @@ def _launch(dev: CudaRig, spec: S.Attention, dsts: Sequence[Array], operands: Se
     acc_bytes = spec.acc.itemsize
     part_buf, part = (loops.scratch(dev, n_units * tq * nsplit * (dv + 2) * acc_bytes) if nsplit > 1
                       else (None, loops.base(dev, lse)))
-    source = attention_source(spec.prog, tuple(a.dtype for a in loads), q.dtype, k.dtype, v.dtype, spec.acc,
-                              dk, dv, tiles, paged)
     base = loops.base
     args: list[Arg] = [
         g_ptr, u_ptr, np.int64(blocks), np.int64(row_tiles), np.int64(nsplit), np.int64(per), np.int64(tq),
@@ -584,8 +610,8 @@ def _launch(dev: CudaRig, spec: S.Attention, dsts: Sequence[Array], operands: Se
         np.float64(spec.scale), np.int32(o.dtype.code), base(dev, q), base(dev, k), base(dev, v),
         base(dev, table if table is not None else q), base(dev, lengths if lengths is not None else q),
         *(base(dev, a) for a in loads), base(dev, o), base(dev, lse), part]
-    dev.load(source).function(KERNEL)((min(blocks, loops.MAX_BLOCKS),), (THREADS,), args,
-                                      shared_bytes=shared_bytes(tiles, dk, dv, spec.acc))
+    dev.load(kernel.source).function(kernel.name)((min(blocks, loops.MAX_BLOCKS),), (THREADS,), args,
+                                                  shared_bytes=kernel.shared_bytes)
     if nsplit > 1:
         n = n_units * tq * (dv + 1)
         ctype = "float" if spec.acc is D.float32 else "double"
@@ -608,12 +634,10 @@ def attention(spec: S.Attention, dsts: Sequence[Array], operands: Sequence[Array
     if (_reason(spec, [o.dtype for o in operands[:3]], dk, dv) is not None
             or _aliasing_reason(dsts, operands) is not None):
         return Answer.DECLINED
-    tiles = tiles_for(dk, dv, spec.acc)
-    assert tiles is not None
     with door(dsts, operands, device=dev) as refusal:
         if refusal is not None:
             return refusal
-        _launch(dev, spec, dsts, operands, tiles)
+        _launch(dev, spec, dsts, operands)
     return Answer.DONE
 
 
@@ -630,68 +654,81 @@ def rho(acc: Dtype) -> float:
     return u + 2.0**-52 if acc is D.float32 else 2 * u
 
 
-def rescales(tk: int, tiles: Tiles) -> int:
+#: The fewest keys a key tile of either kernel holds.
+MIN_TILE_KEYS: Final = 32
+
+
+def rescales(tk: int) -> int:
     """T: key tiles plus splits a row's weights pass through, at most:
-    ⌈tk / BN⌉ + MAX_SPLITS."""
-    return -(-tk // tiles.keys) + MAX_SPLITS
+    ⌈tk / 32⌉ + MAX_SPLITS (a key tile holds 32 keys or more)."""
+    return -(-tk // MIN_TILE_KEYS) + MAX_SPLITS
 
 
-def epsilon(acc: Dtype, b: float, tk: int, dk: int, dv: int) -> float:
+def epsilon(acc: Dtype, b: float, tk: int) -> float:
     """The stated ε on |lse − L|: (6b + 3 ln tk + 8T + 12)·u, T the rescales
     (:func:`rescales`), b a bound on the visible outputs' magnitudes, u the
     accumulator's unit roundoff; 0 for tk ≤ 1 beyond the rounding of lse."""
     u = unit_roundoff(acc)
-    tiles = tiles_for(dk, dv, acc)
-    assert tiles is not None
-    t = rescales(tk, tiles)
+    t = rescales(tk)
     return (6 * b + 3 * math.log(max(tk, 1)) + 8 * t + 12) * u
 
 
 #: What attention computes and declines, in words.
 PROSE: Final = (
-    "fused flash attention (FlashAttention-2 style; SIMT, 4 warps a block over a tile of 4R query rows of "
-    "one lead index and query head, key tiles of 32 or 64 keys streamed through shared memory, online "
-    "softmax): Dense keys and values of any layout or Paged pools through a table (an entry outside "
-    "[0, pages) hides its keys, never read), hk dividing hq (grouped and multi-query heads), lengths per "
-    "lead index (keys past the length never read), any program over the pair and Plain "
-    "loads (compiled into the kernel; Coord nodes read key, row, head and lead indices), q, k and v of any "
-    "float dtype widened exactly into a float32 or float64 accumulator, o in v's dtype rounded once, lse "
-    "in the accumulator; decode shapes split over key tiles with a combine in split order. Declines "
-    "Padded loads, a float64 q, k or v with a float32 accumulator, an o identical to k or v, and head "
-    "dimensions whose tiles exceed 48 KiB of shared memory (16·BN + a·(BM·dk + dk·(BN + 1) + BN·dv + BM·BN) "
-    "bytes, a the accumulator's size, for every (R, BN) of (8, 64), (4, 64), (4, 32), "
-    "(2, 32), (1, 32), BM = 4R: float32 dk = dv up to 174, float64 up to 86)."
+    "fused flash attention (FlashAttention-2 style, online softmax, 4 warps a block, key tiles streamed "
+    "through shared memory). Tensor cores (mma.sync m16n8k8, sm_80 and later, cuda-emu included) where q, "
+    "k and v are all bfloat16 or all float16 into a float32 accumulator with dk, dv ≤ 256 and tiles within "
+    "48 KiB (64 query rows a block, key tiles of 64 keys, or 32 where 64 do not fit); SIMT otherwise "
+    "(a tile of 4R query rows, key tiles of 32 or 64 keys). Both: Dense keys and values of any layout or "
+    "Paged pools through a table (an entry outside [0, pages) hides its keys, never read), hk dividing hq "
+    "(grouped and multi-query heads), lengths per lead index (keys past the length never read), any "
+    "program over the pair and Plain loads (compiled into the kernel; Coord nodes read key, row, head and "
+    "lead indices), q, k and v of any float dtype widened exactly into a float32 or float64 accumulator, o "
+    "in v's dtype rounded once, lse in the accumulator; decode shapes split over key tiles with a combine "
+    "in split order. Declines Padded loads, a float64 q, k or v with a float32 accumulator, an o identical "
+    "to k or v, and head dimensions whose SIMT tiles exceed 48 KiB of shared memory (16·BN + a·(BM·dk + "
+    "dk·(BN + 1) + BN·dv + BM·BN) bytes, a the accumulator's size, for every (R, BN) of (8, 64), (4, 64), "
+    "(4, 32), (2, 32), (1, 32), BM = 4R: float32 dk = dv up to 174, float64 up to 86)."
 )
 
 #: The association of attention's sums.
 ASSOCIATION: Final = (
-    "q·k: a chain from +0 over d = 0 … dk − 1 in the accumulator, each product rounded then added (no "
-    "fma), within γ(dk) Σ|qᵢkᵢ| ≤ e(dk); then s × q·k, one rounding. Weights: per row and key tile "
-    "(32 or 64 keys), e = exp(x − m) (m the running maximum, 0 where it is −∞), each lane summing its "
-    "keys j ≡ lane (mod 32) in increasing order from +0, then a 5-level xor butterfly; the running sum "
-    "l = l·α + that, α = exp(m_old − m_new) (exactly 1 where m did not move); splits combined in split "
-    "order from +0, each scaled by exp(m_s − M). o: per row and element, a chain in increasing key order "
-    "from +0 (acc = acc·α at each key tile, then + e·v per visible key, each product rounded), splits "
-    "combined in split order from +0; o = acc / l + 0, rounded once into o's dtype. Every addition of a "
-    "nonzero term is one of at most tk − 1 on its path: within γ(tk − 1) Σ|wⱼ||vⱼ| ≤ e(tk) of Σ wⱼvⱼ, "
-    "the weights wⱼ it applies being e·(the α and split scales)/l with each product's rounding. No "
-    "atomics: the same bits on every launch; the tiles (BN) and splits are functions of dk, dv, the "
-    "accumulator and the extents."
+    "q·k, SIMT: a chain from +0 over d = 0 … dk − 1 in the accumulator, each product rounded then added "
+    "(no fma), within γ(dk) Σ|qᵢkᵢ|; tensor cores: per 8 consecutive d (dk padded with +0 products to a "
+    "multiple of 8) one m16n8k8 instruction from C = 0, each result added into a float32 chain from +0 in "
+    "increasing d, within γ(2·min(dk, 8) + ⌈dk/8⌉) Σ|qᵢkᵢ|; both within e(dk); then s × q·k, one "
+    "rounding. Weights: per row and key tile, e = exp(x − m) (m the running maximum with the tile's keys, "
+    "0 where it is −∞); the tile's Σ e, SIMT: each lane its keys j ≡ lane (mod 32) in increasing order "
+    "from +0, then a 5-level xor butterfly; tensor cores: each thread its 16 (or 8) keys of the row in "
+    "increasing order from +0, then a 2-level xor butterfly over its quad; the running sum l = l·α + "
+    "that, α = exp(m_old − m_new) (exactly 1 where m did not move); splits combined in split order from "
+    "+0, each scaled by exp(m_s − M). o: per row and element a chain in increasing key order from +0, "
+    "scaled by α at each key tile; SIMT: + e·v per visible key, each product rounded; tensor cores: e "
+    "rounded to nearest into v's dtype (r(e)), then per 8 keys one m16n8k8 instruction of r(e)·v from C = "
+    "0, its result added; splits combined in split order from +0; o = acc / l + 0, rounded once into o's "
+    "dtype. Within γ(tk − 1) (SIMT) or γ(2·min(tk, 8) + ⌈tk/8⌉) (tensor cores) Σ|wⱼ||vⱼ| ≤ e(tk) of "
+    "Σ wⱼvⱼ, the weights wⱼ it applies being e (or r(e))·(the α and split scales)/l with each product's "
+    "rounding. No atomics: the same bits on every launch; the kernel, its tiles and the splits are "
+    "functions of the dtypes, dk, dv, the accumulator, the device model and the extents."
 )
 
 #: How attention computes, its ε and its NaN rules.
 ALGORITHM: Final = (
     "ε: |lse − L| ≤ (6b + 3 ln tk + 8T + 12)·u, u the accumulator's unit roundoff, b a bound on the visible "
-    "outputs' magnitudes, T = ⌈tk / BN⌉ + 32 (key tiles plus splits), barring overflow and underflow "
-    "(first order: each e within 2bu + ρ, ρ ≤ 2u the exponential's error — float32 computes exp and "
-    "lse = m + ln l in double, rounded once; float64 the C library's or libdevice's, ≤ 1 ulp — the "
-    "rescales' product within 2bu + T(ρ + u), l's additions ≤ (2T + 7)u, lse's rounding (b + ln tk)u). "
-    "Weights w = e·(scales)/l, each product p·v rounded: exp(x − L + δ), |δ| ≤ (8b + 8T + 13)u ≤ (1 + u)ε + "
-    "(2b + ln tk)u + 5u'. Weights are never rounded to float16 or bfloat16. Special rows: no visible pair "
-    "or only −∞ outputs: o = +0, lse = −∞; a +∞ output and no NaN: lse = +∞, o a NaN; a NaN output: "
-    "NaNs. A visible pair of weight 0 with a NaN value makes o a NaN. A NaN or an infinity at a hidden "
-    "pair (mask, length or page) never reaches o or lse: keys and values past the length or on hidden "
-    "pages are never read, and a hidden pair adds nothing to any sum."
+    "outputs' magnitudes, T = ⌈tk / 32⌉ + 32 (key tiles, of 32 keys or more, plus splits), barring "
+    "overflow and underflow (first order: each e within 2bu + ρ, ρ ≤ 2u the exponential's error — float32 "
+    "computes exp and lse = m + ln l in double, rounded once; float64 the C library's or libdevice's, "
+    "≤ 1 ulp — the rescales' product within 2bu + T(ρ + u), l's additions ≤ (2T + 7)u, lse's rounding "
+    "(b + ln tk)u). Weights w = e·(scales)/l, each product p·v rounded: exp(x − L + δ), |δ| ≤ (8b + 8T + "
+    "13)u ≤ (1 + u)ε + (2b + ln tk)u + 5u'. On the tensor cores the weight applied is r(c·w)/c, c = l / "
+    "(scales) ≥ 1 and c·w = e ≤ 1, r the rounding to nearest into v's dtype (float16 or bfloat16), as the "
+    "contract allows; the SIMT kernel never rounds weights. Special rows: no visible pair or only −∞ "
+    "outputs: o = +0, lse = −∞; a +∞ output and no NaN: lse = +∞, o a NaN; a NaN output: NaNs. A visible "
+    "pair of weight 0 with a NaN value makes o a NaN. Keys and values past the length or on hidden pages "
+    "are never read. SIMT: a NaN or an infinity at a pair the program hides never reaches o or lse (a "
+    "hidden pair adds nothing to any sum). Tensor cores: a NaN or an infinity value at a pair the program "
+    "hides, in a key tile the block reads, makes o a NaN at that row and the value's element (its weight +0 "
+    "times it); it never reaches lse."
 )
 
 #: The statement entry of attention.

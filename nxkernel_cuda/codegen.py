@@ -73,6 +73,7 @@ from nxkernel_core.prog import (
 from .build import render
 
 __all__ = [
+    "ATTN_WORDS_FIXED",
     "SCALARS",
     "TERM_CODE",
     "Scalar",
@@ -81,6 +82,7 @@ __all__ = [
     "load_expr",
     "of_code_expr",
     "padded_load_stmt",
+    "pair_loads",
     "scalar",
     "store_stmt",
 ]
@@ -610,6 +612,32 @@ def eval_code(prog: Prog) -> str:
 def coord_axes(prog: Prog) -> tuple[int, ...]:
     """The axes (counted from the last) that the program's Coord nodes read, sorted."""
     return tuple(sorted({n.axis for n in prog.nodes if isinstance(n, Coord)}))
+
+
+#: Fixed words of an attention unit's descriptor (q, o, lse, k, v, length,
+#: table: ``NXK_ATTN_WORDS_FIXED`` of ``nxk_attention.cuh``).
+ATTN_WORDS_FIXED: Final = 7
+
+
+def pair_loads(prog: Prog, loads: Sequence[Dtype], indent: int) -> tuple[str, str, int]:
+    """What the attention kernels generate of a pair's program evaluation, at
+    variables ``row`` and ``key``: the statements loading ``in<1+i>`` (load i
+    from ``a<i>`` at its unit word plus row and key strides), ``nxk_eval``'s
+    operand list after the score (loads, then Coord arguments: key for axis
+    0, row for 1, the unit's words after the loads for the head and lead
+    axes), and the unit descriptor's word count (pure)."""
+    pad = " " * indent
+    lines = []
+    for i, dt in enumerate(loads):
+        pos = (f"u[NXK_ATTN_WORDS_FIXED + {i}] + row * g[NXK_ATTN_G_FIXED + {2 * i}]"
+               f" + key * g[NXK_ATTN_G_FIXED + {2 * i + 1}]")
+        lines.append(f"{pad}const {scalar(dt).ctype} in{i + 1} = {load_expr(dt, f'a{i}', pos)};")
+    axes = coord_axes(prog)
+    extra = [a for a in axes if a >= 2]
+    coord = {0: "key", 1: "row"}
+    coord.update({a: f"u[NXK_ATTN_WORDS_FIXED + {len(loads) + j}]" for j, a in enumerate(extra)})
+    nargs = "".join(f"in{i + 1}, " for i in range(len(loads))) + "".join(f"{coord[a]}, " for a in axes)
+    return "\n".join(lines), nargs, ATTN_WORDS_FIXED + len(loads) + len(extra)
 
 
 #: The operands of a row (NxkIn), a Coord index (nxk_rcoord) and term t of a

@@ -153,6 +153,11 @@ class CudaRig(Rig, metaclass=abc.ABCMeta):
         self._modules: dict[str, Module] = {}
         self._modules_lock = threading.Lock()
 
+    @property
+    def arch_number(self) -> int:
+        """The architecture as a number (``sm_90`` -> 90)."""
+        return int("".join(ch for ch in self.arch if ch.isdigit()))
+
     def load(self, source: Source) -> Module:
         """``source`` built for this device and loaded (once per device)."""
         self.check()

@@ -10,8 +10,9 @@
 //   γ(dk) Σ|q_d k_d|. The weighted values (nxk_attn_wv) are a chain per
 //   output element over the tile's keys in increasing order, each product
 //   p·v rounded then added; a hidden pair (p < 0, the mark) adds nothing.
-//   Both are device functions over shared-memory tiles, so a tensor-core
-//   (mma.sync) path can replace them without touching the softmax.
+//   Both are device functions over shared-memory tiles; the tensor-core
+//   kernels (nxkernel_cuda.attention_mma) replace them with mma.sync and
+//   share the softmax below.
 // * Maxima propagate NaN (the first NaN met keeps the place); the warp
 //   combinations are xor butterflies, each lane computing x + y or y + x,
 //   the same bits, so every lane holds the same result.
@@ -117,6 +118,22 @@ template <typename A> NXK_ATTN_DEV A nxk_attn_o(A m, A l, A acc) {
 template <typename A> NXK_ATTN_DEV A nxk_attn_lse_of(A m, A l) {
     if (m == nxk_attn_ninf<A>() || m == -nxk_attn_ninf<A>()) return m;
     return nxk_attn_lse(m, l);
+}
+
+// Two float32 weights rounded to nearest, ties to even, into bfloat16
+// (BF16) or float16 codes, packed into one word: lo in the low half, as an
+// mma.sync fragment holds two consecutive elements.
+template <bool BF16> NXK_ATTN_DEV nxk_u32 nxk_attn_pack(float lo, float hi) {
+#ifdef NXKERNEL_EMULATE
+    const nxk_u32 a = BF16 ? nxk_bf16_of_f32(lo) : nxk_f16_of_f32(lo);
+    const nxk_u32 b = BF16 ? nxk_bf16_of_f32(hi) : nxk_f16_of_f32(hi);
+    return a | (b << 16);
+#else
+    nxk_u32 d;
+    if (BF16) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+#endif
 }
 
 NXK_ATTN_DEV void nxk_attn_st(char* p, nxk_i64 pos, float x) { nxk_st_f32(p, pos, x); }

@@ -24,9 +24,10 @@ from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
-from nxkernel_core.kernel import Call, gamma, unit_roundoff
+from nxkernel_core.kernel import Call, unit_roundoff
 from nxkernel_core.prog import Prog
-from nxkernel_cuda import attention, build
+from nxkernel_cuda import attention, attention_mma, build
+from nxkernel_cuda.contraction import error_factor
 from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 
@@ -143,9 +144,12 @@ def _call(dev: CudaRig, case: _Case, o_dtype: Dtype | None = None) -> tuple[Answ
 
 def _check(case: _Case, o: Arr, lse: Arr) -> None:
     """lse within the stated ε (plus the outputs' own error against the exact
-    scores) of the exact log-sum-exp; o within Σ|w||v|·(e^δ(1 + e(tk)) − 1)
-    of Σ w v, δ the contract's (1 + u)ε + (2b + ln tk)u + 5u' (plus the
-    outputs' error), e(tk) ≤ γ(tk + 1); empty rows o = +0, lse = −∞ (bits)."""
+    scores, q·k within the library's e(dk)) of the exact log-sum-exp; o
+    within Σ|w||v|·(e^δ(1 + u_v)(1 + e(tk)) − 1) of Σ w v, δ the contract's
+    (1 + u)ε + (2b + ln tk)u + 5u' (plus the outputs' error), u_v the unit
+    roundoff of float16 or bfloat16 values (the contract's r(c·w)/c) and 0
+    otherwise, e the library's error factor; empty rows o = +0, lse = −∞
+    (bits)."""
     spec = case.spec
     acc = spec.acc
     u = unit_roundoff(acc)
@@ -160,7 +164,8 @@ def _check(case: _Case, o: Arr, lse: Arr) -> None:
                                     v.reshape(rows, tk, dv))
     o_ref, lse_ref, w = o_ref.reshape(o.shape), lse_ref.reshape(lse.shape), w.reshape(vis.shape)
     o_dt = case.dtypes[2]
-    err_x = abs(spec.scale) * gamma(dk, u) * case.absqk + u * np.abs(case.score) + u * np.abs(x)
+    uv = unit_roundoff(o_dt) if o_dt in (D.float16, D.bfloat16) else 0.0
+    err_x = abs(spec.scale) * error_factor(dk, acc) * case.absqk + u * np.abs(case.score) + u * np.abs(x)
     for idx in np.ndindex(*lse.shape):
         xs = x[idx][vis[idx]]
         if xs.size == 0:
@@ -169,11 +174,11 @@ def _check(case: _Case, o: Arr, lse: Arr) -> None:
             continue
         b = float(np.abs(xs).max())
         dx = float(err_x[idx][vis[idx]].max())
-        eps = attention.epsilon(acc, b, tk, dk, dv) + dx
+        eps = attention.epsilon(acc, b, tk) + dx
         assert O.within(acc, lse[idx], float(lse_ref[idx]), eps), (idx, lse[idx], lse_ref[idx], eps)
         delta = (1 + u) * eps + (2 * b + math.log(tk)) * u + 5 * u1 + dx
         wv = (w[idx][vis[idx]][:, None] * np.abs(v[idx[:-1]][vis[idx]])).sum(0)
-        bound = wv * (math.exp(delta) * (1 + gamma(tk + 1, u)) - 1)
+        bound = wv * (math.exp(delta) * (1 + uv) * (1 + error_factor(tk, acc)) - 1)
         ok = O.within(o_dt, o[idx], o_ref[idx], bound)
         assert ok.all(), (idx, o[idx], o_ref[idx], bound)
 
@@ -349,7 +354,8 @@ def test_misfits_get_their_refusal(dev: CudaRig) -> None:
 
 def _drawn_sources() -> list[build.Source]:
     """The generated sources the tests above draw (one per program, dtypes,
-    head dimensions and key layout)."""
+    head dimensions and key layout; bfloat16 into float32 takes the tensor
+    cores), and the tensor-core source of the largest head dimensions."""
     out = []
     for acc, dt in ((D.float32, D.float32), (D.float32, D.bfloat16), (D.float64, D.float64),
                     (D.float64, D.float16)):
@@ -357,10 +363,15 @@ def _drawn_sources() -> list[build.Source]:
             dk, dv = int(shape["dk"]), int(shape["dv"])  # type: ignore[call-overload]
             prog = {"causal": _causal, "all": _all, "masked": _masked}[str(shape.get("prog", "causal"))](acc)
             loads = (D.bool_, acc) if prog.n_ins == 3 else ()
+            paged = bool(shape.get("paged", 0))
+            keys = attention_mma.tile_keys(dk, dv)
+            if dt is D.bfloat16 and keys is not None:
+                out.append(attention_mma.attention_mma_source(prog, loads, dt, dk, dv, keys, paged))
+                continue
             tiles = attention.tiles_for(dk, dv, acc)
             assert tiles is not None
-            out.append(attention.attention_source(prog, loads, dt, dt, dt, acc, dk, dv, tiles,
-                                                  bool(shape.get("paged", 0))))
+            out.append(attention.attention_source(prog, loads, dt, dt, dt, acc, dk, dv, tiles, paged))
+    out.append(attention_mma.attention_mma_source(_causal(D.float32), (), D.float16, 128, 128, 64, False))
     return out
 
 
@@ -386,3 +397,51 @@ def test_an_o_identical_to_v_is_declined_and_one_identical_to_q_computed(dev: Cu
     _, o, lse_apart = _call(dev, case)
     assert LIBRARY.attention(case.spec, [ops[0], lse], ops) is Answer.DONE
     assert same_bits(ops[0].to_numpy(), o, D.float32) and same_bits(lse.to_numpy(), lse_apart, D.float32)
+
+
+def test_bfloat16_and_float16_into_float32_take_the_tensor_cores(dev: CudaRig) -> None:
+    """The kernel is chosen by dtypes, head dimensions and device model alone:
+    q, k, v all bfloat16 or all float16 into float32 on sm_80 and later (the
+    emulated device is sm_90) with dk, dv ≤ 256; SIMT otherwise."""
+    def chosen(dt: Dtype, acc: Dtype, dk: int, dv: int, k_dt: Dtype | None = None) -> str:
+        spec = S.Attention(_all(acc), (), 1.0, acc, S.Dense())
+        ops = [Array.empty(dt, (1, 1, dk), dev), Array.empty(k_dt or dt, (1, 1, dk), dev),
+               Array.empty(dt, (1, 1, dv), dev)]
+        return attention.kernel_for(dev, spec, ops, []).name
+
+    assert chosen(D.bfloat16, D.float32, 128, 128) == attention_mma.KERNEL
+    assert chosen(D.float16, D.float32, 64, 96) == attention_mma.KERNEL
+    assert chosen(D.float16, D.float32, 174, 174) == attention_mma.KERNEL
+    assert chosen(D.float32, D.float32, 128, 128) == attention.KERNEL
+    assert chosen(D.bfloat16, D.float64, 64, 64) == attention.KERNEL
+    assert chosen(D.bfloat16, D.float32, 64, 64, k_dt=D.float16) == attention.KERNEL
+    assert attention_mma.tile_keys(257, 8) is None and attention_mma.tile_keys(256, 256) == 32
+    assert attention_mma.tile_keys(128, 128) == 64
+
+
+def test_tensor_cores_hold_the_bounds_at_real_head_dimensions(dev: CudaRig) -> None:
+    """float16 q, k, v into float32 at dk = dv = 128 (2 row tiles, 3 key tiles
+    of 64, the last partial; grouped heads, causal): lse within ε and o
+    within the contract's bound, weights rounded into float16 included."""
+    case = _case(np.random.default_rng(21), acc=D.float32, dt=D.float16, lead=(), hq=2, hk=1, tq=70,
+                 tk=150, dk=128, dv=128)
+    answer, o, lse = _call(dev, case)
+    assert answer is Answer.DONE
+    _check(case, o, lse)
+
+
+def test_tensor_cores_let_a_hidden_nan_value_of_a_read_tile_reach_o_as_stated(dev: CudaRig) -> None:
+    """The tensor-core kernel's stated NaN rule: a NaN value at a pair the
+    mask hides, in a key tile the block reads, makes o a NaN at that row and
+    element (weight +0 times NaN); rows that see the key anyway are NaN
+    there too, lse stays finite, other elements stay finite."""
+    case = _case(np.random.default_rng(len("masked with bias")), acc=D.float32, dt=D.bfloat16,
+                 **_SHAPES["masked with bias"])  # type: ignore[arg-type]
+    case.host[-2][...] = True
+    case.host[-2][0, 0, 1, 2] = False  # row 1 of lead 0, head 0 does not see key 2
+    case.host[2][0, 0, 2, 1] = D.of_float(D.bfloat16, np.asarray(np.nan))  # its value's element 1
+    answer, o, lse = _call(dev, case)
+    assert answer is Answer.DONE
+    assert np.isnan(o[0, 0, :, 1].astype(np.float32)).all()
+    assert np.isfinite(o[0, 0, :, [0, 2]].astype(np.float32)).all() and np.isfinite(lse).all()
+    assert "hides, in a key tile the block reads, makes o a NaN" in attention.ALGORITHM
