@@ -3,18 +3,22 @@ by side in one process.
 
 Cases: a bfloat16 GEMM n x n x n into float32 (nx.cuda's tensor-core path)
 against PyTorch's bfloat16 matmul (cuBLAS, float32 accumulation, bfloat16
-result, so ours stores bfloat16 too); a float32 GEMM (nx.cuda's SIMT fma
-chain) against CuPy's matmul (cuBLAS SGEMM); and a grouped float32 GEMM (8
-groups of n/8 rows, one nx.cuda launch with Rows segments) against one CuPy
-matmul per group. n = 4096 (1024 where ``quick``). Each case first checks
-ours against the competitor's result (a relative Frobenius error of 2^-6 for
-bfloat16 results, 1e-4 for float32), then reports the medians of alternating
-timings, each followed by a synchronisation, and ``ratio = theirs / ours``
-(above 1: ours is faster), the competitor's time in ``numpy_s``.
+result, so ours stores bfloat16 too); a grouped bfloat16 GEMM, the mixture of
+experts' (n rows of a [n, n/4] in 8 groups of n/8, in a shuffled order, each
+times its group's slice of b [8, n/4, n/4]: nx.cuda's tensor-core path with
+Rows segments, a device pre-pass and one launch for all groups, into
+bfloat16) against PyTorch gathering each group's rows, one bfloat16 matmul a
+group and scattering the results back; and a float32 GEMM (nx.cuda's SIMT fma
+chain) against CuPy's matmul (cuBLAS SGEMM). n = 4096 (1024 where
+``quick``). Each case first checks ours against the competitor's result (a
+relative Frobenius error of 2^-6 for bfloat16 results, 1e-4 for float32),
+then reports the medians of alternating timings, each followed by a
+synchronisation, and ``ratio = theirs / ours`` (above 1: ours is faster), the
+competitor's time in ``numpy_s``.
 
 Without a usable GPU (no CuPy, no driver, no device) ``run`` prints why and
-returns no rows; without PyTorch the bfloat16 case is skipped with the reason
-printed. ``python -m benchmarks.bench_cuda_gemm [--quick] [--json PATH]``.
+returns no rows; without PyTorch the bfloat16 cases are skipped with the
+reason printed. ``python -m benchmarks.bench_cuda_gemm [--quick] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -40,10 +44,11 @@ LIBRARY = "cuda"
 GROUPS = 8
 
 
-def _bf16_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
-    """bfloat16 n³ into bfloat16 through a float32 accumulator, against PyTorch."""
+def _bf16_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
+    """bfloat16 n³ and the grouped GEMM into bfloat16 through a float32
+    accumulator, against PyTorch."""
     if importlib.util.find_spec("torch") is None:
-        print("bench_cuda_gemm: the bfloat16 GEMM is not measured: PyTorch is not installed",
+        print("bench_cuda_gemm: the bfloat16 GEMMs are not measured: PyTorch is not installed",
               file=sys.stderr)
         return []
     import torch
@@ -70,11 +75,44 @@ def _bf16_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, A
     want = theirs().float().cpu().numpy()
     timing.check_close("bench_cuda_gemm: bf16 gemm: nx.cuda and cuBLAS",
                        out.to_numpy().astype(np.float32), want, 2.0**-6, by="norm")
-    return [timing.row("gemm bf16->f32->bf16 vs torch", n, "bfloat16", ours, theirs, repeats)]
+    rows = [timing.row("gemm bf16->f32->bf16 vs torch", n, "bfloat16", ours, theirs, repeats)]
+
+    # Grouped: row r of a [n, k] multiplies b[ids[r]] of b [g, k, m]; rows shuffled over the groups.
+    k, m = n // 4, n // 4
+    a2 = a[:, :k].copy()
+    bg = D.of_float(D.bfloat16, rng.standard_normal((GROUPS, k, m)))
+    ids = rng.permutation(np.repeat(np.arange(GROUPS, dtype=np.int64), n // GROUPS))
+    ga2, gbg = Array.from_numpy(a2, dev, D.bfloat16), Array.from_numpy(bg, dev, D.bfloat16)
+    gids = Array.from_numpy(ids, dev)
+    grouped = Array.empty(D.bfloat16, (n, m), dev)
+    gspec = S.Contract((), ((1, 1),), D.float32, segments=S.Rows(0, 0))
+    ta2 = torch.from_numpy(a2.view(np.int16)).view(torch.bfloat16).cuda()
+    tbg = torch.from_numpy(bg.view(np.int16)).view(torch.bfloat16).cuda()
+    tids = torch.from_numpy(ids).cuda()
+    members = [torch.nonzero(tids == e).squeeze(1) for e in range(GROUPS)]
+
+    def ours_grouped() -> None:
+        assert LIB.contract(gspec, [grouped], [ga2, gbg, gids]) is Answer.DONE
+        dev.synchronize()
+
+    def theirs_grouped() -> Any:
+        r = torch.empty((n, m), dtype=torch.bfloat16, device="cuda")
+        for e in range(GROUPS):
+            r[members[e]] = torch.matmul(ta2[members[e]], tbg[e])
+        torch.cuda.synchronize()
+        return r
+
+    ours_grouped()
+    timing.check_close("bench_cuda_gemm: grouped bf16 gemm: nx.cuda and cuBLAS",
+                       grouped.to_numpy().astype(np.float32), theirs_grouped().float().cpu().numpy(),
+                       2.0**-6, by="norm")
+    rows.append(timing.row(f"grouped gemm bf16->f32->bf16 ({GROUPS} groups) vs torch", n, "bfloat16",
+                           ours_grouped, theirs_grouped, repeats))
+    return rows
 
 
-def _f32_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
-    """float32 n³ and the grouped GEMM, against CuPy."""
+def _f32_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
+    """float32 n³, against CuPy."""
     import cupy as cp
 
     rng = np.random.default_rng(n + 1)
@@ -97,34 +135,7 @@ def _f32_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, A
     ours()
     timing.check_close("bench_cuda_gemm: f32 gemm: nx.cuda and cuBLAS",
                        out.to_numpy(), cp.asnumpy(theirs()), 1e-4, by="norm")
-    rows = [timing.row("gemm f32 vs cupy", n, "float32", ours, theirs, repeats)]
-
-    # Grouped: rows r of a [n, k] multiply b[ids[r]] of b [g, k, m]; rows sorted by group.
-    k, m = n // 4, n // 4
-    ga2 = Array.from_numpy(a[:, :k].copy(), dev)
-    bg = rng.standard_normal((GROUPS, k, m)).astype(np.float32)
-    ids = np.repeat(np.arange(GROUPS, dtype=np.int64), n // GROUPS)
-    gbg, gids = Array.from_numpy(bg, dev), Array.from_numpy(ids, dev)
-    cag, cbg = cp.asarray(a[:, :k]), cp.asarray(bg)
-    grouped = Array.empty(D.float32, (n, m), dev)
-    gspec = S.Contract((), ((1, 1),), D.float32, segments=S.Rows(0, 0))
-    per = n // GROUPS
-
-    def ours_grouped() -> None:
-        assert LIB.contract(gspec, [grouped], [ga2, gbg, gids]) is Answer.DONE
-        dev.synchronize()
-
-    def theirs_grouped() -> Any:
-        r = cp.concatenate([cp.matmul(cag[e * per:(e + 1) * per], cbg[e]) for e in range(GROUPS)])
-        cp.cuda.get_current_stream().synchronize()
-        return r
-
-    ours_grouped()
-    timing.check_close("bench_cuda_gemm: grouped gemm: nx.cuda and cuBLAS",
-                       grouped.to_numpy(), cp.asnumpy(theirs_grouped()), 1e-4, by="norm")
-    rows.append(timing.row(f"grouped gemm f32 ({GROUPS} groups) vs cupy", n, "float32",
-                           ours_grouped, theirs_grouped, repeats))
-    return rows
+    return [timing.row("gemm f32 vs cupy", n, "float32", ours, theirs, repeats)]
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
@@ -137,7 +148,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
     dev = device.CudaDevice(0)
     n = 1024 if quick else 4096
     repeats = 3 if quick else 10
-    return _bf16_case(dev, n, repeats) + _f32_cases(dev, n, repeats)
+    return _bf16_cases(dev, n, repeats) + _f32_case(dev, n, repeats)
 
 
 if __name__ == "__main__":

@@ -24,10 +24,14 @@ Rules:
   float4_e2m1fn, for complex128 complex64, rounded once by the store rule.
 * Which kernel: the tensor cores (:mod:`~nxkernel_cuda.contract_mma`) for
   float32 from bfloat16 or float16 pairs and int32/uint32 from int8/uint8
-  pairs, unscaled and unsegmented, on sm_80 and later (cuda-emu included);
-  else the SIMT kernels (:mod:`~nxkernel_cuda.contract_simt`): tiled for real
-  accumulators without scales or segments, one thread an output otherwise.
-  The choice reads dtypes, attributes and the device model, never data.
+  pairs, unscaled, with or without Rows or Contracting segments (one launch
+  for all groups after a pre-pass that sorts the segmented indices by group
+  on the device), on sm_80 and later (cuda-emu included); else the SIMT
+  kernels (:mod:`~nxkernel_cuda.contract_simt`): tiled for real accumulators
+  without scales or segments, one thread an output otherwise (block scales,
+  complex accumulators, and segments of other dtypes: float32, float64,
+  float8 or mixed operands, wider integers). The choice reads dtypes,
+  attributes and the device model, never data.
 * Order (SIMT): each output is a chain from +0 over its products in
   increasing K (C order of the contracting pairs' indices; a Contracting
   segment's products in their order among the group's indices), each product
@@ -211,11 +215,16 @@ def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array])
 PROSE: Final = (
     "Tensor cores (mma.sync, sm_80 and later; a C++ model of the instruction on cuda-emu) for float32 "
     "from bfloat16 or float16 pairs (m16n8k8) and int32/uint32 from int8/uint8 pairs (m16n8k32), "
-    "unscaled and unsegmented: 64 x 64 tiles, 32 K-steps staged in shared memory, 4 warps. Otherwise "
-    "SIMT kernels: 64 x 64 tiles of 256 threads for real accumulators, one thread an output for block "
-    "scales, segments and complex accumulators. Batch and contracting pairs of any layout (read in "
-    "place), init (which may be dst), Exponent and Value block scales applied at load by the operand's "
-    "own index, Rows (grouped, one launch) and Contracting segments. Accumulators: float32 (a, b, init "
+    "unscaled, unsegmented or with Rows or Contracting segments: 64 x 64 tiles, 32 K-steps staged in "
+    "shared memory, 4 warps; segments in one launch for all groups after a pre-pass of three small "
+    "launches that stably sorts the segmented indices by group on the device (ids never read back): "
+    "Rows (grouped GEMM) tiles of one group's rows gathered through the permutation over a bound of "
+    "ceil(rows/64) + g tiles a batch index, Contracting blocks per group running K over the group's "
+    "indices. Otherwise SIMT kernels: 64 x 64 tiles of 256 threads for real accumulators, one thread "
+    "an output for block scales, complex accumulators and the segments of other dtypes. Batch and "
+    "contracting pairs of any layout (read in place), init (which may be dst), Exponent and Value "
+    "block scales applied at load by the operand's own index, Rows (grouped, one launch of the "
+    "computing kernel) and Contracting segments. Accumulators: float32 (a, b, init "
     "and Value scales of float32, float16, bfloat16, float8_e4m3fn, float8_e5m2 or integers of at most "
     "16 bits), float64 (those, float64, int32, uint32), complex64/complex128 (their parts' dtypes, "
     "complex64, complex128 into complex128) and integers (integers of the accumulator's signedness no "
@@ -237,8 +246,10 @@ ASSOCIATION: Final = (
     "from bfloat16/float16): each mma.sync sums 8 consecutive products from C = 0 (exact products, "
     "aligned and truncated by the hardware), each result added to a float32 chain from +0 rounded to "
     "nearest in increasing K, init last; deterministic on a device, its instruction bits the "
-    "hardware's. Outputs without products are init untouched, or +0; the result rounds once into dst. "
-    "Integers exact, wrapping."
+    "hardware's; a Contracting group's products numbered by their order among its indices, so a "
+    "segmented output's bits are the unsegmented path's on gathered operands (int8/uint8: 32 products "
+    "an instruction, exact). Outputs without products are init untouched, or +0; the result rounds "
+    "once into dst. Integers exact, wrapping."
 )
 
 #: The bound of contract, per path, dtype and device model.
@@ -249,7 +260,8 @@ ALGORITHM: Final = (
     "products, an instruction's sum of m products within 2u·m Σ|p| (alignment to the largest with "
     "truncation and a truncated sum, u doubled; Fasi, Higham, Mikaitis, Pranesh 2021; it assumes the 8 "
     "products of an m16n8k8 fused in one block, as sm_80 does), ⌈K/8⌉ - 1 rounded additions and init; "
-    "the stated float32 e(K) is the larger of the two. Complex √2·γ(K + 2) (K ≥ 2), γ(4) (K = 1). "
+    "the stated float32 e(K) is the larger of the two; segments take it with K a group's count. "
+    "Complex √2·γ(K + 2) (K ≥ 2), γ(4) (K = 1). "
     "0 at K = 0 and for integers (exact, wrapping; int8/uint8 tensor cores too). Float8 operands take "
     "the SIMT path: sm_89/sm_90 float8 tensor cores keep about 13 fraction bits of the sum."
 )

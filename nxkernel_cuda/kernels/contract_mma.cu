@@ -22,6 +22,16 @@
 // * Then init is added last (one more rounding), except at K = 0, where the
 //   output is init as the accumulator holds it, untouched (or +0); stores as
 //   contract.cu's.
+// * Segments (seg 1 Rows, 2 Contracting), one launch for all groups, after
+//   the pre-pass below has sorted the segmented axis's indices by group:
+//   Rows: blocks (batch, tile, column tile) over an upper bound of tiles;
+//   each bucket (group, or no group last) of a batch index has its own tiles
+//   of 64 of its rows, gathered through the permutation, b from the group's
+//   slice; a tile of rows in no group has no products (init or +0); blocks
+//   past the batch index's tiles return. Contracting: blocks (group, batch,
+//   tile, column tile), K the group's count, its indices in increasing order
+//   through the permutation. Each output's products are then those of the
+//   unsegmented kernel on gathered operands, in the same order: the same bits.
 #include "nxk_mma.cuh"
 
 #define NXK_CM_TM 64
@@ -60,6 +70,25 @@ __device__ __noinline__ nxk_i64 nxk_cm_first(const nxk_i64* __restrict__ w, nxk_
     nxk_i64 p[3];
     nxk_walk<3>(w, i, p);
     return p[0];
+}
+
+// The row of slot x below rend: x itself, or (Rows, seg 1) the row perm holds
+// there; -1 past rend.
+__device__ __noinline__ nxk_i64 nxk_cm_row(int seg, const nxk_i64* __restrict__ pt, nxk_i64 x, nxk_i64 rend) {
+    if (x >= rend) return -1;
+    return seg == 1 ? pt[x] : x;
+}
+
+// The bucket e < nb whose tiles hold tile j: ts[e] <= j < ts[e + 1], for
+// nondecreasing ts with ts[0] = 0 <= j < ts[nb] (so bucket e has tiles).
+__device__ __noinline__ nxk_i64 nxk_cm_bucket(const nxk_i64* __restrict__ ts, nxk_i64 nb, nxk_i64 j) {
+    nxk_i64 lo = 0, hi = nb;   // ts[lo] <= j < ts[hi]
+    while (hi - lo > 1) {
+        const nxk_i64 mid = lo + (hi - lo) / 2;
+        if (ts[mid] <= j) lo = mid;
+        else hi = mid;
+    }
+    return lo;
 }
 
 // One step of K (32 elements) of a warp's 2 x 4 tiles: KIND 0 and 1 four
@@ -113,15 +142,24 @@ __device__ __forceinline__ void nxk_cm_step(typename NxkMmaKind<KIND>::Acc (*acc
     }
 }
 
-// Block index b = (t, tile_m, tile_n) striding over `blocks`; init_code < 0:
-// no init. Dynamic shared memory: two tiles of 64 rows of the row stride.
+// Block index b = ([group,] t, tile_m, tile_n) striding over `blocks`;
+// init_code < 0: no init. seg 0: no segments (perm, starts, tstarts unread);
+// 1 Rows: tiles_m the bound of a batch index's tiles, perm [nbatch][n = rows]
+// rows by bucket, starts and tstarts [nbatch][groups + 2] each bucket's first
+// slot and first tile (bucket `groups`: no group), b_g b's stride along its
+// groups axis; 2 Contracting: perm [nbatch][n = K] indices by group, starts
+// as for Rows, d_g and i_g dst's and init's strides along the groups axis.
+// Dynamic shared memory: two tiles of 64 rows of the row stride.
 template <int KIND>
 __global__ void __launch_bounds__(NXK_CM_THREADS)
 nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
                  const nxk_i64* __restrict__ cw, const nxk_i64* __restrict__ kw,
                  nxk_i64 rows, nxk_i64 cols, nxk_i64 K, nxk_i64 tiles_m, nxk_i64 tiles_n,
                  int init_code, int dst_code, int same,
-                 const char* a, const char* b, const char* init, char* dst, nxk_i64 blocks)
+                 const char* a, const char* b, const char* init, char* dst, nxk_i64 blocks,
+                 int seg, nxk_i64 nbatch, const nxk_i64* __restrict__ perm,
+                 const nxk_i64* __restrict__ starts, const nxk_i64* __restrict__ tstarts, nxk_i64 n,
+                 nxk_i64 groups, nxk_i64 b_g, nxk_i64 d_g, nxk_i64 i_g)
 {
     typedef typename NxkMmaKind<KIND>::E E;
     typedef typename NxkMmaKind<KIND>::Acc Acc;
@@ -135,18 +173,41 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
     const int wm = warp / 2, wn = warp % 2;
     const int kx = tid % 32;   // the k this thread stages
     const int ry = tid / 32;   // its staged rows and columns ry + 4m
+    const nxk_i64 per = tiles_m * tiles_n;
     for (nxk_i64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
-        const nxk_i64 tb = blk / (tiles_m * tiles_n);
-        const nxk_i64 rem = blk % (tiles_m * tiles_n);
-        const nxk_i64 r0 = (rem / tiles_n) * NXK_CM_TM;
+        const nxk_i64 tb = (blk / per) % nbatch;
+        const nxk_i64 rem = blk % per;
         const nxk_i64 c0 = (rem % tiles_n) * NXK_CM_TN;
         nxk_i64 bp[4];
         nxk_walk<4>(bw, tb, bp);
+        // The block's rows: slots [r0, r0 + 64) below rend, each its own row or
+        // (Rows) the row perm holds there; kn products an output from index kb
+        // of perm (Contracting) or k = 0 on.
+        nxk_i64 r0 = (rem / tiles_n) * NXK_CM_TM, rend = rows, kn = K, kb = 0;
+        const nxk_i64* pt = perm + tb * n;
+        if (seg == 1) {
+            const nxk_i64* st = starts + tb * (groups + 2);
+            const nxk_i64* ts = tstarts + tb * (groups + 2);
+            const nxk_i64 j = rem / tiles_n;
+            if (j >= ts[groups + 1]) continue;   // past this batch index's tiles
+            nxk_i64 e = nxk_cm_bucket(ts, groups + 1, j);
+            r0 = st[e] + (j - ts[e]) * NXK_CM_TM;
+            rend = st[e + 1];
+            if (e == groups) kn = 0;   // rows in no group: no products
+            else bp[1] += e * b_g;
+        } else if (seg == 2) {
+            const nxk_i64 e = blk / (per * nbatch);
+            const nxk_i64* st = starts + tb * (groups + 2);
+            kb = st[e];
+            kn = st[e + 1] - kb;
+            bp[2] += e * d_g;
+            bp[3] += e * i_g;
+        }
         // Positions of the rows of a and columns of b this thread stages (-1: past the extent).
         nxk_i64 ap[16], bq[16];
         for (int m = 0; m < 16; ++m) {
-            const nxk_i64 r = r0 + ry + 4 * m, c = c0 + ry + 4 * m;
-            ap[m] = r < rows ? bp[0] + nxk_cm_first(rw, r) : -1;
+            const nxk_i64 r = nxk_cm_row(seg, pt, r0 + ry + 4 * m, rend), c = c0 + ry + 4 * m;
+            ap[m] = r >= 0 ? bp[0] + nxk_cm_first(rw, r) : -1;
             bq[m] = c < cols ? bp[1] + nxk_cm_first(cw, c) : -1;
         }
         Acc acc[2][4][4];
@@ -156,14 +217,14 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
             for (int ni = 0; ni < 4; ++ni)
 #pragma unroll
                 for (int q = 0; q < 4; ++q) acc[mi][ni][q] = (Acc)0;
-        for (nxk_i64 k0 = 0; k0 < K; k0 += NXK_CM_KS) {
+        for (nxk_i64 k0 = 0; k0 < kn; k0 += NXK_CM_KS) {
             const nxk_i64 k = k0 + kx;
             nxk_i64 kp[2] = {0, 0};
-            if (k < K) nxk_walk<2>(kw, k, kp);
+            if (k < kn) nxk_walk<2>(kw, seg == 2 ? pt[kb + k] : k, kp);
             for (int m = 0; m < 16; ++m) {
                 E va = 0, vb = 0;
-                if (k < K && ap[m] >= 0) nxk_cm_ld(&va, a, ap[m] + kp[0]);
-                if (k < K && bq[m] >= 0) nxk_cm_ld(&vb, b, bq[m] + kp[1]);
+                if (k < kn && ap[m] >= 0) nxk_cm_ld(&va, a, ap[m] + kp[0]);
+                if (k < kn && bq[m] >= 0) nxk_cm_ld(&vb, b, bq[m] + kp[1]);
                 *(E*)(as + (ry + 4 * m) * stride + kx * (int)sizeof(E)) = va;
                 *(E*)(bs + (ry + 4 * m) * stride + kx * (int)sizeof(E)) = vb;
             }
@@ -171,16 +232,162 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
             nxk_cm_step<KIND>(acc, as, bs, wm, wn, g, t);
             __syncthreads();
         }
+        // This thread's four output rows (mi, q / 2); rows stands for none past rend.
+        nxk_i64 er[4];
+        for (int h = 0; h < 4; ++h) {
+            const nxk_i64 r = nxk_cm_row(seg, pt, r0 + wm * 32 + (h / 2) * 16 + g + 8 * (h % 2), rend);
+            er[h] = r < 0 ? rows : r;
+        }
 #pragma unroll
         for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
             for (int ni = 0; ni < 4; ++ni)
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
-                    const nxk_i64 r = r0 + wm * 32 + mi * 16 + g + 8 * (q / 2);
                     const nxk_i64 c = c0 + wn * 32 + ni * 8 + 2 * t + (q % 2);
-                    nxk_ct_finish(rw, cw, r, c, rows, cols, K == 0, bp[2], bp[3], init_code, init, same,
-                                  dst_code, dst, (Out)acc[mi][ni][q]);
+                    nxk_ct_finish(rw, cw, er[2 * mi + q / 2], c, rows, cols, kn == 0, bp[2], bp[3], init_code,
+                                  init, same, dst_code, dst, (Out)acc[mi][ni][q]);
                 }
+    }
+}
+
+
+// ---------------------------------------------------------------------------
+// The segments' pre-pass: per batch index, a stable counting sort of the
+// segmented axis's indices (Rows: a's rows; Contracting: K, C order) by
+// group, in three launches, without atomics (the same tables every launch):
+//
+//   nxk_cm_count:   warp w of batch index t counts the groups of its span of
+//                   NXK_CS_SPAN indices into its row cnt[t][w][0..nb) (nb =
+//                   groups + 1 buckets, the last one no group: ids outside
+//                   [0, groups)), 32 indices a step (__match_any_sync: one
+//                   leader per group and step adds its count);
+//   nxk_cm_offsets: per batch index, each bucket's first slot starts[t][e]
+//                   and first tile of 64 tstarts[t][e] (exclusive prefix
+//                   sums; starts[t][nb] = n, tstarts[t][nb] the tiles), and
+//                   each warp's row turned into its first slot per bucket:
+//                   starts[t][e] + the counts of the warps before it;
+//   nxk_cm_place:   each warp walks its span again: an index goes to its
+//                   warp's next slot of its bucket plus its rank among the
+//                   step's lanes of that bucket, so perm[t][..] holds each
+//                   bucket's indices in increasing order.
+//
+// An index's group: ids at the batch walk bw's position of t plus the
+// sequence walk sw's of the index (one array each).
+// ---------------------------------------------------------------------------
+
+#define NXK_CS_SPAN 1024   // indices a warp walks: 32 steps of 32
+#define NXK_CS_WARPS 4     // warps a block of nxk_cm_count and nxk_cm_place
+#define NXK_CS_THREADS 128
+
+// The bucket of index i (< n) at batch position pt: its id in [0, groups), else groups.
+__device__ __noinline__ nxk_i64 nxk_cs_bucket(const nxk_i64* __restrict__ sw, const char* ids, nxk_i64 pt,
+                                              nxk_i64 i, nxk_i64 groups) {
+    nxk_i64 p[1];
+    nxk_walk<1>(sw, i, p);
+    const nxk_i64 e = nxk_ld_i64(ids, pt + p[0]);
+    return e >= 0 && e < groups ? e : groups;
+}
+
+// Phase 0 (count) or 1 (place) of warp w's span of batch index t; blocks
+// (t, warps / NXK_CS_WARPS); cnt [nbatch][nw][nb].
+__device__ __forceinline__ void nxk_cs_walk(int phase, const nxk_i64* __restrict__ bw,
+                                            const nxk_i64* __restrict__ sw, const char* ids, nxk_i64 n,
+                                            nxk_i64 groups, nxk_i64 nw, nxk_i64* cnt, nxk_i64* perm,
+                                            nxk_i64 blocks) {
+    const nxk_i64 nb = groups + 1;
+    const int lane = (int)threadIdx.x % 32;
+    const nxk_i64 per = (nw + NXK_CS_WARPS - 1) / NXK_CS_WARPS;
+    for (nxk_i64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
+        const nxk_i64 t = blk / per;
+        const nxk_i64 w = (blk % per) * NXK_CS_WARPS + (nxk_i64)threadIdx.x / 32;
+        if (w >= nw) continue;   // the whole warp: no collective is skipped halfway
+        nxk_i64 bp[1];
+        nxk_walk<1>(bw, t, bp);
+        nxk_i64* c = cnt + (t * nw + w) * nb;
+        if (phase == 0) {
+            for (nxk_i64 e = lane; e < nb; e += 32) c[e] = 0;
+            __syncwarp();
+        }
+        const nxk_i64 end = (w + 1) * NXK_CS_SPAN < n ? (w + 1) * NXK_CS_SPAN : n;
+        for (nxk_i64 i0 = w * NXK_CS_SPAN; i0 < end; i0 += 32) {
+            const nxk_i64 i = i0 + lane;
+            const nxk_i64 e = i < end ? nxk_cs_bucket(sw, ids, bp[0], i, groups) : -1;
+            const unsigned same = __match_any_sync(NXK_FULL_MASK, e);
+            const bool leader = lane == __ffs((int)same) - 1;
+            if (phase == 1 && e >= 0) perm[t * n + c[e] + __popc(same & ((1u << lane) - 1u))] = i;
+            __syncwarp();
+            if (leader && e >= 0) c[e] += __popc(same);
+            __syncwarp();
+        }
+    }
+}
+
+__global__ void __launch_bounds__(NXK_CS_THREADS)
+nxk_cm_count(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ sw, const char* ids, nxk_i64 n,
+             nxk_i64 groups, nxk_i64 nw, nxk_i64* cnt, nxk_i64 blocks) {
+    nxk_cs_walk(0, bw, sw, ids, n, groups, nw, cnt, cnt, blocks);
+}
+
+__global__ void __launch_bounds__(NXK_CS_THREADS)
+nxk_cm_place(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ sw, const char* ids, nxk_i64 n,
+             nxk_i64 groups, nxk_i64 nw, nxk_i64* cnt, nxk_i64* perm, nxk_i64 blocks) {
+    nxk_cs_walk(1, bw, sw, ids, n, groups, nw, cnt, perm, blocks);
+}
+
+// One block a batch index (striding over nbatch); starts and tstarts
+// [nbatch][nb + 1].
+__global__ void __launch_bounds__(NXK_CS_THREADS)
+nxk_cm_offsets(nxk_i64 nbatch, nxk_i64 groups, nxk_i64 nw, nxk_i64* cnt, nxk_i64* starts, nxk_i64* tstarts) {
+    __shared__ nxk_i64 part[2][NXK_CS_THREADS];
+    const nxk_i64 nb = groups + 1;
+    const int tid = (int)threadIdx.x;
+    const nxk_i64 chunk = (nb + NXK_CS_THREADS - 1) / NXK_CS_THREADS;
+    const nxk_i64 e0 = tid * chunk < nb ? tid * chunk : nb;
+    const nxk_i64 e1 = e0 + chunk < nb ? e0 + chunk : nb;
+    for (nxk_i64 t = blockIdx.x; t < nbatch; t += gridDim.x) {
+        nxk_i64* c = cnt + t * nw * nb;
+        nxk_i64* st = starts + t * (nb + 1);
+        nxk_i64* ts = tstarts + t * (nb + 1);
+        // Each bucket of this thread's run: warp rows to counts before it, its total in st.
+        nxk_i64 sum = 0, tiles = 0;
+        for (nxk_i64 e = e0; e < e1; ++e) {
+            nxk_i64 run = 0;
+            for (nxk_i64 w = 0; w < nw; ++w) {
+                const nxk_i64 v = c[w * nb + e];
+                c[w * nb + e] = run;
+                run += v;
+            }
+            st[e] = run;
+            sum += run;
+            tiles += (run + NXK_CM_TM - 1) / NXK_CM_TM;
+        }
+        part[0][tid] = sum;
+        part[1][tid] = tiles;
+        __syncthreads();
+        if (tid == 0) {
+            nxk_i64 s0 = 0, s1 = 0;
+            for (int j = 0; j < NXK_CS_THREADS; ++j) {
+                const nxk_i64 a0 = part[0][j], a1 = part[1][j];
+                part[0][j] = s0;
+                part[1][j] = s1;
+                s0 += a0;
+                s1 += a1;
+            }
+            st[nb] = s0;
+            ts[nb] = s1;
+        }
+        __syncthreads();
+        sum = part[0][tid];
+        tiles = part[1][tid];
+        for (nxk_i64 e = e0; e < e1; ++e) {
+            const nxk_i64 run = st[e];
+            st[e] = sum;
+            ts[e] = tiles;
+            for (nxk_i64 w = 0; w < nw; ++w) c[w * nb + e] += sum;
+            sum += run;
+            tiles += (run + NXK_CM_TM - 1) / NXK_CM_TM;
+        }
+        __syncthreads();   // part is read again by the next batch index
     }
 }
