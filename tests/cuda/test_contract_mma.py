@@ -159,7 +159,7 @@ def test_integers_are_exact_and_wrap(dev: CudaRig, acc: Dtype, op: type, lo: int
 
 
 def test_which_calls_take_the_tensor_cores() -> None:
-    sm90, sm75 = SimpleNamespace(arch="sm_90"), SimpleNamespace(arch="sm_75")
+    sm90, sm75 = SimpleNamespace(arch_number=90), SimpleNamespace(arch_number=75)
     f32 = S.Contract((), ((1, 0),), D.float32)
     assert contract_mma.takes(sm90, f32, [D.bfloat16, D.bfloat16])  # type: ignore[arg-type]
     assert contract_mma.takes(sm90, f32, [D.float16, D.float16, D.float32])  # type: ignore[arg-type]

@@ -170,7 +170,7 @@ def test_contracting_segments_sum_each_group_on_the_tensor_cores(dev: CudaRig, d
 
 
 def test_which_segmented_calls_take_the_tensor_cores() -> None:
-    sm90, sm75 = SimpleNamespace(arch="sm_90"), SimpleNamespace(arch="sm_75")
+    sm90, sm75 = SimpleNamespace(arch_number=90), SimpleNamespace(arch_number=75)
     rows = S.Contract((), ((1, 1),), D.float32, segments=S.Rows(0, 0))
     con = S.Contract((), ((1, 0),), D.int32, segments=S.ContractingSegments(0, 3))
     for spec, dts in ((rows, [D.bfloat16, D.bfloat16, D.int64]), (rows, [D.float16, D.float16, D.int64]),
