@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -417,6 +418,8 @@ def test_bfloat16_and_float16_into_float32_take_the_tensor_cores(dev: CudaRig) -
     assert chosen(D.bfloat16, D.float32, 64, 64, k_dt=D.float16) == attention.KERNEL
     assert attention_mma.tile_keys(257, 8) is None and attention_mma.tile_keys(256, 256) == 32
     assert attention_mma.tile_keys(128, 128) == 64
+    sm75 = SimpleNamespace(arch_number=75)
+    assert not attention_mma.takes(sm75, D.float32, D.bfloat16, D.bfloat16, D.bfloat16, 64, 64)  # type: ignore[arg-type]
 
 
 def test_tensor_cores_hold_the_bounds_at_real_head_dimensions(dev: CudaRig) -> None:
