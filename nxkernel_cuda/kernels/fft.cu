@@ -17,6 +17,13 @@
 // * Twiddles and chirps: nxk_fft_root computes w(m, K) in double from the
 //   exact integer reduction of m / K to an angle in [0, pi/4] (quadrant and
 //   octant symmetries), then rounds each part once into T.
+// * Packed real lines (R2c and C2r along a real axis of even n = 2h): a real
+//   line of n points is read as h complex points z_j = x_2j + i x_2j+1
+//   (nxk_fft_gather mode 3, or in place), transformed as such, and
+//   nxk_fft_r2c_post turns Z = DFT_h(z) into bins 0..h; C2r the reverse:
+//   nxk_fft_c2r_pre turns bins 0..h into h complex points whose transform
+//   of h points is the real line itself, its parts in order (written in
+//   place, or by nxk_fft_scatter mode 2).
 // * Bluestein (lengths with a prime factor above 7): nxk_fft_chirp_in,
 //   nxk_fft_pointwise and nxk_fft_chirp_out around two power-of-two passes;
 //   nxk_fft_chirp_b makes the convolution's kernel, which the host
@@ -278,7 +285,8 @@ nxk_fft_pass(const nxk_cx<T>* __restrict__ src, nxk_cx<T>* __restrict__ dst, nxk
 // mode 0, a complex line of n points; mode 1, a real one (imaginary parts 0);
 // mode 2, the Hermitian extension of n / 2 + 1 complex bins: bin k for
 // k <= n / 2 (bin 0's and, n even, bin n/2's imaginary part dropped), the
-// conjugate of bin n - k above.
+// conjugate of bin n - k above; mode 3, a real line of 2n points read in
+// pairs, point k = (x_2k, x_2k+1).
 template <class T>
 __global__ void nxk_fft_gather(const nxk_i64* __restrict__ lw, const char* __restrict__ src, nxk_i64 step,
                                int mode, nxk_i64 lines, nxk_i64 n, nxk_cx<T>* __restrict__ out)
@@ -292,6 +300,9 @@ __global__ void nxk_fft_gather(const nxk_i64* __restrict__ lw, const char* __res
         nxk_cx<T> v;
         if (mode == 1) {
             v = nxk_cx_of(reinterpret_cast<const T*>(src)[pos[0] + k * step], (T)0);
+        } else if (mode == 3) {
+            const T* x = reinterpret_cast<const T*>(src) + pos[0] + 2 * k * step;
+            v = nxk_cx_of(x[0], x[step]);
         } else if (mode == 0) {
             v = reinterpret_cast<const nxk_cx<T>*>(src)[pos[0] + k * step];
         } else {
@@ -305,11 +316,12 @@ __global__ void nxk_fft_gather(const nxk_i64* __restrict__ lw, const char* __res
 }
 
 // The first h points of each line l of `in` (n points a line) to the target
-// line l (the walk `lw`, points `step` elements apart): complex, or the real
-// parts alone where `real`.
+// line l (the walk `lw`, points `step` elements apart): mode 0, complex;
+// mode 1, the real parts alone; mode 2, a real line of 2h points, point k's
+// parts at 2k and 2k + 1.
 template <class T>
 __global__ void nxk_fft_scatter(const nxk_i64* __restrict__ lw, char* __restrict__ dst, nxk_i64 step,
-                                int real, nxk_i64 lines, nxk_i64 n, nxk_i64 h,
+                                int mode, nxk_i64 lines, nxk_i64 n, nxk_i64 h,
                                 const nxk_cx<T>* __restrict__ in)
 {
     const nxk_i64 total = lines * h;
@@ -319,8 +331,79 @@ __global__ void nxk_fft_scatter(const nxk_i64* __restrict__ lw, char* __restrict
         nxk_i64 pos[1];
         nxk_walk<1>(lw, l, pos);
         const nxk_cx<T> v = in[l * n + k];
-        if (real) reinterpret_cast<T*>(dst)[pos[0] + k * step] = v.re;
-        else reinterpret_cast<nxk_cx<T>*>(dst)[pos[0] + k * step] = v;
+        if (mode == 1) {
+            reinterpret_cast<T*>(dst)[pos[0] + k * step] = v.re;
+        } else if (mode == 2) {
+            T* x = reinterpret_cast<T*>(dst) + pos[0] + 2 * k * step;
+            x[0] = v.re;
+            x[step] = v.im;
+        } else {
+            reinterpret_cast<nxk_cx<T>*>(dst)[pos[0] + k * step] = v;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Packed real lines of n = 2h points, w = w(1, n) = e^(sign 2 pi i / n).
+// With E and O the transforms of h points of the even and the odd points,
+// X_k = E_k + w^k O_k, X_(k+h) = E_k - w^k O_k, and for Z = E + i O (the
+// transform of z_j = x_2j + i x_2j+1), E_k = (Z_k + conj Z_(h-k)) / 2,
+// O_k = -i (Z_k - conj Z_(h-k)) / 2 (indices mod h).
+// ---------------------------------------------------------------------------
+
+// R2c: bins k = 0..h of line l from Z (lines of h points at l h) to the
+// target line l (the walk `lw`, bins `step` complex elements apart):
+// s = Z_k + conj Z_(h-k), d = Z_k - conj Z_(h-k), p = d w^k (nxk_cmul), then
+// X_k = (s - i p) / 2, the halving exact barring underflow.
+template <class T>
+__global__ void nxk_fft_r2c_post(const nxk_i64* __restrict__ lw, char* __restrict__ dst, nxk_i64 step,
+                                 nxk_i64 lines, nxk_i64 h, const nxk_cx<T>* __restrict__ z, int sign)
+{
+    const nxk_i64 per = h + 1;
+    const nxk_i64 total = lines * per;
+    const nxk_i64 stride = (nxk_i64)gridDim.x * blockDim.x;
+    for (nxk_i64 i = (nxk_i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+        const nxk_i64 l = i / per, k = i - l * per;
+        nxk_i64 pos[1];
+        nxk_walk<1>(lw, l, pos);
+        const nxk_cx<T> a = z[l * h + (k == h ? 0 : k)];
+        const nxk_cx<T> c = z[l * h + (k == 0 ? 0 : h - k)];
+        const nxk_cx<T> b = nxk_cx_of(c.re, -c.im);
+        const nxk_cx<T> s = nxk_cadd(a, b), d = nxk_csub(a, b);
+        const nxk_cx<T> p = nxk_cmul(d, nxk_fft_w<T>(k, 2 * h, sign));
+        const T half = (T)0.5;
+        const nxk_cx<T> x = nxk_cx_of((s.re + p.im) * half, (s.im - p.re) * half);
+        reinterpret_cast<nxk_cx<T>*>(dst)[pos[0] + k * step] = x;
+    }
+}
+
+// C2r: the h points C_k = s + i p of line l (out, lines of h at l h) from the
+// source line l of h + 1 bins Y (the walk `lw`, bins `step` complex elements
+// apart; bin 0's and bin h's imaginary parts dropped): s = Y_k + conj Y_(h-k),
+// d = Y_k - conj Y_(h-k), p = d w^k (nxk_cmul). The transform of h points of
+// C in direction sign is z_j = x_2j + i x_2j+1, x the transform of the
+// Hermitian extension of Y.
+template <class T>
+__global__ void nxk_fft_c2r_pre(const nxk_i64* __restrict__ lw, const char* __restrict__ src, nxk_i64 step,
+                                nxk_i64 lines, nxk_i64 h, nxk_cx<T>* __restrict__ out, int sign)
+{
+    const nxk_i64 total = lines * h;
+    const nxk_i64 stride = (nxk_i64)gridDim.x * blockDim.x;
+    for (nxk_i64 i = (nxk_i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+        const nxk_i64 l = i / h, k = i - l * h;
+        nxk_i64 pos[1];
+        nxk_walk<1>(lw, l, pos);
+        const nxk_cx<T>* y = reinterpret_cast<const nxk_cx<T>*>(src) + pos[0];
+        nxk_cx<T> a = y[k * step];
+        const nxk_cx<T> c = y[(h - k) * step];
+        nxk_cx<T> b = nxk_cx_of(c.re, -c.im);
+        if (k == 0) {
+            a.im = (T)0;
+            b.im = (T)0;
+        }
+        const nxk_cx<T> s = nxk_cadd(a, b), d = nxk_csub(a, b);
+        const nxk_cx<T> p = nxk_cmul(d, nxk_fft_w<T>(k, 2 * h, sign));
+        out[i] = nxk_cx_of(s.re - p.im, s.im + p.re);
     }
 }
 
