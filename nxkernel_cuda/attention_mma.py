@@ -15,7 +15,8 @@ keys never read, splits, the causal skip, the special rows):
 * A block of 4 warps owns 64 query rows, warp w rows ``16w`` to ``16w + 15``;
   key tiles of BN = 64 keys (32 where 64 do not fit) are staged in shared
   memory as their 16-bit codes (k as [key][d], v transposed as [d][key]),
-  dk and dv padded with +0 to multiples of 8; q's tile is staged once and
+  dk and dv padded with +0 to multiples of 8 (8 codes a 16-byte load where
+  a row's elements are consecutive and aligned); q's tile is staged once and
   held in registers as the instruction's fragments.
 * q·k: per (row, key), m16n8k8 instructions over d = 8i … 8i + 7 in
   increasing i, each from C = 0 (8 exact products, the tensor core's
@@ -129,7 +130,19 @@ constexpr bool NXK_BF16 = ${bf16};
 constexpr bool NXK_PAGED = ${paged};
 constexpr int NXK_WORDS = ${words};
 
-extern __shared__ double nxk_attn_smem[];
+// Codes d0 … d0 + 7 of the row at element position p of b (elements sd
+// apart, +0 at or past dim, all +0 where p < 0): one 16-byte load where they
+// are consecutive and aligned, else one by one.
+__device__ __forceinline__ uint4 nxk_attn_row8(const char* b, nxk_i64 p, nxk_i64 sd, int d0, int dim) {
+    uint4 r = make_uint4(0u, 0u, 0u, 0u);
+    if (p < 0) return r;
+    const char* at = b + 2 * (p + d0);
+    if (sd == 1 && d0 + 8 <= dim && ((unsigned long long)at & 15ull) == 0) return *(const uint4*)at;
+    nxk_u32 w[4] = {0u, 0u, 0u, 0u};
+    for (int e = 0; e < 8 && d0 + e < dim; ++e)
+        w[e / 2] |= (nxk_u32)nxk_ld_u16(b, p + (d0 + e) * sd) << (16 * (e % 2));
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
 
 extern "C" __global__ void __launch_bounds__(128)
 nxk_attention_mma(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ units, nxk_i64 blocks,
@@ -138,7 +151,7 @@ nxk_attention_mma(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ uni
                   const char* q, const char* k, const char* v, const char* table, const char* lengths,
                   ${load_params}char* o, char* lse, A* part)
 {
-    nxk_i64* kbase = (nxk_i64*)nxk_attn_smem;   // [BN] each key's element offset, -1 if unread
+    nxk_i64* kbase = (nxk_i64*)nxk_dynamic_shared;   // [BN] each key's element offset, -1 if unread
     nxk_i64* vbase = kbase + NXK_BN;
     nxk_u16* qs = (nxk_u16*)(vbase + NXK_BN);   // [BM][LD], before the key tiles
     nxk_u16* ks = qs;                            // [BN][LD]
@@ -164,13 +177,13 @@ nxk_attention_mma(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ uni
             if (last + limit + 1 < ke) ke = last + limit + 1;
         }
         __syncthreads();  // the previous item's tiles are read
-        for (int i = tid; i < NXK_BM * NXK_DKP; i += blockDim.x) {
-            const nxk_i64 row = r0 + i / NXK_DKP;
-            const int d = i % NXK_DKP;
-            nxk_u16 c = 0;
-            if (row < tq && d < NXK_DK)
-                c = nxk_ld_u16(q, u[NXK_ATTN_U_Q] + row * g[NXK_ATTN_G_Q_ROW] + d * g[NXK_ATTN_G_Q_D]);
-            qs[(i / NXK_DKP) * NXK_LD + d] = c;
+        if constexpr (NXK_KS > 0) {
+            for (int i = tid; i < NXK_BM * NXK_KS; i += blockDim.x) {
+                const int r = i / NXK_KS, d0 = 8 * (i % NXK_KS);
+                const nxk_i64 row = r0 + r;
+                const nxk_i64 p = row < tq ? u[NXK_ATTN_U_Q] + row * g[NXK_ATTN_G_Q_ROW] : -1;
+                *(uint4*)(qs + r * NXK_LD + d0) = nxk_attn_row8(q, p, g[NXK_ATTN_G_Q_D], d0, NXK_DK);
+            }
         }
         __syncthreads();
         nxk_u32 qa[NXK_KS > 0 ? NXK_KS : 1][2];
@@ -214,15 +227,20 @@ nxk_attention_mma(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ uni
                 vbase[tid] = vpos;
             }
             __syncthreads();
-            for (int i = tid; i < NXK_BN * NXK_DKP; i += blockDim.x) {
-                const int j = i / NXK_DKP, d = i % NXK_DKP;
-                ks[j * NXK_LD + d] = (d < NXK_DK && kbase[j] >= 0)
-                    ? nxk_ld_u16(k, kbase[j] + d * g[NXK_ATTN_G_K_D]) : (nxk_u16)0;
+            if constexpr (NXK_KS > 0) {
+                for (int i = tid; i < NXK_BN * NXK_KS; i += blockDim.x) {
+                    const int j = i / NXK_KS, d0 = 8 * (i % NXK_KS);
+                    const uint4 w = nxk_attn_row8(k, kbase[j], g[NXK_ATTN_G_K_D], d0, NXK_DK);
+                    *(uint4*)(ks + j * NXK_LD + d0) = w;
+                }
             }
-            for (int i = tid; i < NXK_BN * NXK_DVP; i += blockDim.x) {
-                const int j = i / NXK_DVP, c = i % NXK_DVP;
-                vt[c * NXK_LDV + j] = (c < NXK_DV && vbase[j] >= 0)
-                    ? nxk_ld_u16(v, vbase[j] + c * g[NXK_ATTN_G_V_D]) : (nxk_u16)0;
+            for (int i = tid; i < NXK_BN * NXK_VT; i += blockDim.x) {
+                const int j = i % NXK_BN, c0 = 8 * (i / NXK_BN);  // lanes on consecutive keys
+                const uint4 w = nxk_attn_row8(v, vbase[j], g[NXK_ATTN_G_V_D], c0, NXK_DV);
+                const nxk_u32 ws[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+                for (int e = 0; e < 8; ++e)
+                    vt[(c0 + e) * NXK_LDV + j] = (nxk_u16)(ws[e / 2] >> (16 * (e % 2)));
             }
             __syncthreads();
             A s[NXK_NT][4];
