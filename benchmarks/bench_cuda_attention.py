@@ -2,7 +2,8 @@
 ``torch.nn.functional.scaled_dot_product_attention``, side by side in one
 process.
 
-Cases (bfloat16 q, k, v and o, float32 accumulator, scale 1/√d):
+Cases (bfloat16 q, k, v and o, float32 accumulator, scale 1/√d: nx.cuda's
+tensor-core kernel, ``nxkernel_cuda.attention_mma``, on sm_80 and later):
 
 * prefill: B = 4, H = 32, T = 4096, d = 128, causal (key ≤ row);
 * decode: B = 4, H = 32, one query row against 4096 keys (split over key
