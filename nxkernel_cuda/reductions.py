@@ -53,7 +53,6 @@ Rules:
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 from typing import Final
 
@@ -69,7 +68,7 @@ from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call
 from nxkernel_core.prog import Prog
 
-from . import codegen, loops, plans, statistics, terms
+from . import loops, plans, statistics, term_walks, terms
 from .build import Source, file_source
 from .device import CudaRig
 from .elementwise import loop_rank
@@ -114,53 +113,19 @@ _OPS: Final[dict[S.Monoid, int]] = {S.Monoid.SUM: 0, S.Monoid.PROD: 1, S.Monoid.
 
 
 
-def _axes_parts(a: Array, axes: Sequence[int]) -> list[int]:
-    return [a.layout.strides[x] for x in axes]
-
-
 def _reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Reduction, result: Dtype,
                 operands: Sequence[Array], axes: Sequence[int], dsts: Sequence[Array],
                 threads: int | None, group_chunks: int | None, loads: Sequence[S.Load]) -> None:
     """Queue one reduction of output ``output`` into ``dsts`` (1 or 2), the
     operands read by ``loads``."""
-    tprog, tout, ins = terms.term_program(prog, output)
-    arrays = [operands[i] for i in ins]
-    tloads = [loads[i] for i in ins]
-    loop = loops.loop_shape(loads, operands)
-    rank = len(loop)
-    kept = [a for a in range(rank) if a not in axes]
-    kept_shape = [loop[a] for a in kept]
-    red_shape = [loop[a] for a in axes]
-    rows, n = math.prod(kept_shape), math.prod(red_shape)
-    if rows == 0:
-        return
     d0 = dsts[0]
     d1 = dsts[1] if len(dsts) > 1 else dsts[0]
-    # A Padded operand is read through its descriptor: its walk slots run nowhere.
-    plain = [isinstance(ld, S.Plain) for ld in tloads]
-    kept_parts: list[tuple[int, Sequence[int]]] = [
-        (a.layout.offset, _axes_parts(a, kept)) if p else (0, [0] * len(kept))
-        for a, p in zip(arrays, plain, strict=True)]
-    kept_parts += [(d.layout.offset, d.layout.strides) for d in (d0, d1)]
-    kept_walk = loops.coalesce(kept_shape, kept_parts)
-    red_walk = loops.coalesce(red_shape, [(0, _axes_parts(a, axes) if p else [0] * len(axes))
-                                          for a, p in zip(arrays, plain, strict=True)])
-    coords: list[int] = []
-    for axis in codegen.coord_axes(tprog):
-        along = rank - 1 - axis
-        if along in kept:
-            j = kept.index(along)
-            coords += [0, math.prod(kept_shape[j + 1:]), kept_shape[j], 0]
-        else:
-            j = list(axes).index(along)
-            coords += [1, math.prod(red_shape[j + 1:]), red_shape[j], 0]
-    wk, wr = loops.walk_words(kept_walk), loops.walk_words(red_walk)
-    row_term: list[loops.CoordWalk] = [(kept_shape, kept, False), (red_shape, axes, False)]
-    pads = [loops.pad_words(a, ld, row_term) for a, ld in zip(arrays, tloads, strict=True)
-            if isinstance(ld, S.Padded)]
-    desc = loops.upload(dev, wk + wr + loops.packed(coords, pads))
-    kept_p, red_p = desc, desc + 8 * len(wk)
-    coords_p = red_p + 8 * len(wr)
+    w = term_walks.term_walks(dev, prog, output, loads, operands, axes, per_row=(d0, d1))
+    if w is None:
+        return
+    tprog, tout, arrays, tloads = w.tprog, w.tout, w.arrays, w.tloads
+    kept_shape, rows, n = w.kept_shape, w.rows, w.n
+    kept_p, red_p, coords_p = w.kept_p, w.red_p, w.coords_p
     module = dev.load(terms.reductions_source(tprog, tout, loops.pad_key(tloads)))
     tb, g_chunks, groups = plans.lane_plan(rows, n, threads, group_chunks)
     bases = [loops.base(dev, a) for a in arrays]
@@ -226,51 +191,15 @@ def _scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[
     """Queue the scan of ``spec`` into ``dsts``."""
     carry = operands[0] if spec.carry else None
     ops = operands[1:] if spec.carry else operands
-    tprog, tout, ins = terms.term_program(spec.prog, spec.output)
-    arrays = [ops[i] for i in ins]
-    tloads = [spec.loads[i] for i in ins]
-    loop = loops.loop_shape(spec.loads, ops)
-    rank, axis = len(loop), spec.axis
-    n = loop[axis]
-    kept = [a for a in range(rank) if a != axis]
-    kept_shape = [loop[a] for a in kept]
-    rows = math.prod(kept_shape)
-    if rows == 0 or n == 0:
-        return
     d0 = dsts[0]
-
-    def split(a: Array) -> tuple[tuple[int, list[int]], int]:
-        """(kept offset and strides, axis stride), reversed where asked."""
-        stride = a.layout.strides[axis]
-        off = a.layout.offset
-        if spec.reverse:
-            off += (n - 1) * stride
-            stride = -stride
-        return (off, _axes_parts(a, kept)), stride
-
-    # A Padded operand is read through its descriptor: its walk slots run nowhere.
-    parts = [split(a) if isinstance(ld, S.Plain) else ((0, [0] * len(kept)), 0)
-             for a, ld in zip(arrays, tloads, strict=True)] + [split(d0)]
-    kept_parts: list[tuple[int, Sequence[int]]] = [p for p, _ in parts]
-    kept_parts.append((carry.layout.offset, carry.layout.strides) if carry is not None
-                      else (0, [0] * len(kept)))
-    kept_walk = loops.coalesce(kept_shape, kept_parts)
-    red_walk = loops.coalesce([n], [(0, [s]) for _, s in parts])
-    coords: list[int] = []
-    for ax in codegen.coord_axes(tprog):
-        along = rank - 1 - ax
-        if along == axis:
-            coords += [1, 1, n, int(spec.reverse)]
-        else:
-            j = kept.index(along)
-            coords += [0, math.prod(kept_shape[j + 1:]), kept_shape[j], 0]
-    wk, wr = loops.walk_words(kept_walk), loops.walk_words(red_walk)
-    row_term: list[loops.CoordWalk] = [(kept_shape, kept, False), ([n], [axis], spec.reverse)]
-    pads = [loops.pad_words(a, ld, row_term) for a, ld in zip(arrays, tloads, strict=True)
-            if isinstance(ld, S.Padded)]
-    desc = loops.upload(dev, wk + wr + loops.packed(coords, pads))
-    kept_p, red_p = desc, desc + 8 * len(wk)
-    coords_p = red_p + 8 * len(wr)
+    carry_part = (carry.layout.offset, carry.layout.strides) if carry is not None else None
+    w = term_walks.term_walks(dev, spec.prog, spec.output, spec.loads, ops, [spec.axis], reverse=spec.reverse,
+                              along=(d0,), extra=(carry_part,))
+    if w is None or w.n == 0:
+        return
+    tprog, tout, arrays, tloads = w.tprog, w.tout, w.arrays, w.tloads
+    rows, n = w.rows, w.n
+    kept_p, red_p, coords_p = w.kept_p, w.red_p, w.coords_p
     module = dev.load(terms.reductions_source(tprog, tout, loops.pad_key(tloads)))
     t = terms.of_dtype(tprog.out_dtypes[tout])
     has_carry = int(carry is not None)

@@ -33,7 +33,6 @@ dtype). Here:
 from __future__ import annotations
 
 import functools
-import math
 import string
 from collections.abc import Sequence
 from typing import Final
@@ -46,7 +45,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.prog import Prog
 
-from . import codegen, loops, plans, terms
+from . import codegen, loops, plans, term_walks, terms
 from .build import Source, file_source, render
 from .device import CudaRig
 from .launch import Arg, Pointer
@@ -388,34 +387,6 @@ def terms_source(prog: Prog, output: int, pads: tuple[int | None, ...] = ()) -> 
 # --------------------------------------------------------------------------
 
 
-def _parts(a: Array, axes: Sequence[int]) -> list[int]:
-    return [a.layout.strides[x] for x in axes]
-
-
-def _pads(arrays: Sequence[Array], loads: Sequence[S.Load], walks: Sequence[loops.CoordWalk]
-          ) -> list[list[int]]:
-    """The descriptors of the Padded operands (``loops.pad_words``), in order."""
-    return [loops.pad_words(a, ld, walks) for a, ld in zip(arrays, loads, strict=True)
-            if isinstance(ld, S.Padded)]
-
-
-def _coords(prog: Prog, rank: int, kept: Sequence[int], kept_shape: Sequence[int],
-            reduced: Sequence[int], red_shape: Sequence[int], reverse: bool) -> list[int]:
-    """The Coord entries (source, div, ext, reversed) of the program's Coord
-    axes: from the row's index along a kept axis, the term's along a reduced
-    one (from its end where ``reverse``)."""
-    words: list[int] = []
-    for axis in codegen.coord_axes(prog):
-        along = rank - 1 - axis
-        if along in kept:
-            j = kept.index(along)
-            words += [0, math.prod(kept_shape[j + 1:]), kept_shape[j], 0]
-        else:
-            j = list(reduced).index(along)
-            words += [1, math.prod(red_shape[j + 1:]), red_shape[j], int(reverse)]
-    return words
-
-
 def reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Logsumexp | S.Moments, result: Dtype,
                operands: Sequence[Array], axes: Sequence[int], dsts: Sequence[Array],
                threads: int | None, group_chunks: int | None, loads: Sequence[S.Load]) -> None:
@@ -424,30 +395,14 @@ def reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Logsumexp | S.Momen
     read by ``loads``: two lane-order passes, the lane plan
     ``plans.lane_plan``'s. A Padded operand is read through its
     descriptor, its walk slots running nowhere."""
-    tprog, tout, ins = terms.term_program(prog, output)
-    arrays = [operands[i] for i in ins]
-    tloads = [loads[i] for i in ins]
-    loop = loops.loop_shape(loads, operands)
-    rank = len(loop)
-    kept = [a for a in range(rank) if a not in axes]
-    kept_shape = [loop[a] for a in kept]
-    red_shape = [loop[a] for a in axes]
-    rows, n = math.prod(kept_shape), math.prod(red_shape)
-    if rows == 0:
+    w = term_walks.term_walks(dev, prog, output, loads, operands, axes)
+    if w is None:
         return
+    tprog, tout, arrays, tloads = w.tprog, w.tout, w.arrays, w.tloads
+    kept_shape, rows, n = w.kept_shape, w.rows, w.n
+    kept_p, red_p, coords_p = w.kept_p, w.red_p, w.coords_p
     d0 = dsts[0]
     d1 = dsts[1] if len(dsts) > 1 else d0
-    plain = [isinstance(ld, S.Plain) for ld in tloads]
-    kept_walk = loops.coalesce(kept_shape, [(a.layout.offset, _parts(a, kept)) if p else (0, [0] * len(kept))
-                                            for a, p in zip(arrays, plain, strict=True)])
-    red_walk = loops.coalesce(red_shape, [(0, _parts(a, axes) if p else [0] * len(axes))
-                                          for a, p in zip(arrays, plain, strict=True)])
-    wk, wr = loops.walk_words(kept_walk), loops.walk_words(red_walk)
-    pads = _pads(arrays, tloads, [(kept_shape, kept, False), (red_shape, axes, False)])
-    coords = _coords(tprog, rank, kept, kept_shape, axes, red_shape, False)
-    desc = loops.upload(dev, wk + wr + loops.packed(coords, pads))
-    kept_p, red_p = desc, desc + 8 * len(wk)
-    coords_p = red_p + 8 * len(wr)
     out_walk = loops.upload(dev, loops.walk_words(loops.coalesce(
         kept_shape, [(d.layout.offset, d.layout.strides) for d in (d0, d1)])))
     module = dev.load(terms_source(tprog, tout, loops.pad_key(tloads)))
@@ -514,49 +469,22 @@ def scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[A
     network over states, chunked by ``plans.scan_chunk``."""
     carry = operands[0] if spec.carry else None
     ops = operands[1:] if spec.carry else operands
-    tprog, tout, ins = terms.term_program(spec.prog, spec.output)
-    arrays = [ops[i] for i in ins]
-    tloads = [spec.loads[i] for i in ins]
-    loop = loops.loop_shape(spec.loads, ops)
-    rank, axis = len(loop), spec.axis
-    n = loop[axis]
-    kept = [a for a in range(rank) if a != axis]
-    kept_shape = [loop[a] for a in kept]
-    rows = math.prod(kept_shape)
-    if rows == 0 or n == 0:
-        return
     d0 = dsts[0]
     d1 = dsts[1] if len(dsts) > 1 else d0
-
-    def split(a: Array) -> tuple[tuple[int, list[int]], int]:
-        """(kept offset and strides, axis stride), reversed where asked."""
-        stride = a.layout.strides[axis]
-        off = a.layout.offset
-        if spec.reverse:
-            off += (n - 1) * stride
-            stride = -stride
-        return (off, _parts(a, kept)), stride
-
-    # A Padded operand is read through its descriptor: its walk slots run nowhere.
-    parts = [split(a) if isinstance(ld, S.Plain) else ((0, [0] * len(kept)), 0)
-             for a, ld in zip(arrays, tloads, strict=True)] + [split(d0), split(d1)]
-    kept_parts: list[tuple[int, Sequence[int]]] = [p for p, _ in parts]
     cstride = 0
-    if carry is None:
-        kept_parts.append((0, [0] * len(kept)))
-    else:
+    carry_part: tuple[int, Sequence[int]] | None = None
+    if carry is not None:
         strides = carry.layout.strides
         if isinstance(spec.reduction, S.Moments):  # its last axis: count, mean, variance
             cstride, strides = strides[-1], strides[:-1]
-        kept_parts.append((carry.layout.offset, strides))
-    kept_walk = loops.coalesce(kept_shape, kept_parts)
-    red_walk = loops.coalesce([n], [(0, [s]) for _, s in parts])
-    wk, wr = loops.walk_words(kept_walk), loops.walk_words(red_walk)
-    pads = _pads(arrays, tloads, [(kept_shape, kept, False), ([n], [axis], spec.reverse)])
-    coords = _coords(tprog, rank, kept, kept_shape, [axis], [n], spec.reverse)
-    desc = loops.upload(dev, wk + wr + loops.packed(coords, pads))
-    kept_p, red_p = desc, desc + 8 * len(wk)
-    coords_p = red_p + 8 * len(wr)
+        carry_part = (carry.layout.offset, strides)
+    w = term_walks.term_walks(dev, spec.prog, spec.output, spec.loads, ops, [spec.axis], reverse=spec.reverse,
+                              along=(d0, d1), extra=(carry_part,))
+    if w is None or w.n == 0:
+        return
+    tprog, tout, arrays, tloads = w.tprog, w.tout, w.arrays, w.tloads
+    rows, n = w.rows, w.n
+    kept_p, red_p, coords_p = w.kept_p, w.red_p, w.coords_p
     module = dev.load(terms_source(tprog, tout, loops.pad_key(tloads)))
     kind = _kind(spec.reduction)
     _, state_bytes = _OPS[kind]
