@@ -306,17 +306,9 @@ nxk_attention(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ units, 
         const nxk_i64 unit = blk / (nsplit * row_tiles);
         const nxk_i64* u = units + unit * NXK_WORDS;
         const nxk_i64 r0 = rt * NXK_BM;
-        nxk_i64 kmax = tk;
-        if (u[NXK_ATTN_U_LEN] >= 0) {
-            const nxk_i64 len = nxk_ld_i64(lengths, u[NXK_ATTN_U_LEN]);
-            kmax = len < 0 ? 0 : (len < tk ? len : tk);
-        }
-        const nxk_i64 kb = sp * split_keys;
-        nxk_i64 ke = kb + split_keys < kmax ? kb + split_keys : kmax;
-        if (limited) {
-            const nxk_i64 last = (r0 + NXK_BM < tq ? r0 + NXK_BM : tq) - 1;
-            if (last + limit + 1 < ke) ke = last + limit + 1;
-        }
+        nxk_i64 kb, ke;
+        nxk_attn_key_range(lengths, u[NXK_ATTN_U_LEN], tk, sp, split_keys, r0, NXK_BM, tq, limited, limit,
+                           &kb, &ke);
         __syncthreads();  // the previous item's tiles are read
         if constexpr (NXK_DK > 0) {
             for (int i = tid; i < NXK_BM * NXK_DK; i += blockDim.x) {
@@ -338,22 +330,8 @@ nxk_attention(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ units, 
             const int n = (int)(ke - t0 < NXK_BN ? ke - t0 : NXK_BN);
             __syncthreads();  // the previous key tile is read
             if (tid < NXK_BN) {
-                const nxk_i64 key = t0 + tid;
                 nxk_i64 kpos = -1, vpos = -1;
-                if (tid < n) {
-                    if (NXK_PAGED) {
-                        const nxk_i64 at = u[NXK_ATTN_U_TABLE] + (key / page) * g[NXK_ATTN_G_TABLE];
-                        const nxk_i64 e = nxk_ld_i64(table, at);
-                        const nxk_i64 t = key % page;
-                        if (e >= 0 && e < pages) {
-                            kpos = u[NXK_ATTN_U_K] + e * g[NXK_ATTN_G_K_PAGE] + t * g[NXK_ATTN_G_K_T];
-                            vpos = u[NXK_ATTN_U_V] + e * g[NXK_ATTN_G_V_PAGE] + t * g[NXK_ATTN_G_V_T];
-                        }
-                    } else {
-                        kpos = u[NXK_ATTN_U_K] + key * g[NXK_ATTN_G_K_T];
-                        vpos = u[NXK_ATTN_U_V] + key * g[NXK_ATTN_G_V_T];
-                    }
-                }
+                if (tid < n) nxk_attn_key_pos<NXK_PAGED>(g, u, table, page, pages, t0 + tid, &kpos, &vpos);
                 kbase[tid] = kpos;
                 vbase[tid] = vpos;
             }

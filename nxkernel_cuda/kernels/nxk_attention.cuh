@@ -163,4 +163,44 @@ NXK_ATTN_DEV void nxk_attn_st(char* p, nxk_i64 pos, double x) { nxk_st_f64(p, po
 #define NXK_ATTN_G_TABLE 11
 #define NXK_ATTN_G_FIXED 12
 
+// The keys [*kb, *ke) a block of rows [r0, r0 + bm) reads in split sp: the
+// split's keys, cut at the unit's length (lengths at word len_at, < 0: no
+// lengths) and, where `limited`, after the last row's key limit (key ≤ row +
+// limit).
+NXK_ATTN_DEV void nxk_attn_key_range(const char* lengths, nxk_i64 len_at, nxk_i64 tk, nxk_i64 sp,
+                                     nxk_i64 split_keys, nxk_i64 r0, nxk_i64 bm, nxk_i64 tq, nxk_i64 limited,
+                                     nxk_i64 limit, nxk_i64* kb, nxk_i64* ke) {
+    nxk_i64 kmax = tk;
+    if (len_at >= 0) {
+        const nxk_i64 len = nxk_ld_i64(lengths, len_at);
+        kmax = len < 0 ? 0 : (len < tk ? len : tk);
+    }
+    *kb = sp * split_keys;
+    *ke = *kb + split_keys < kmax ? *kb + split_keys : kmax;
+    if (limited) {
+        const nxk_i64 last = (r0 + bm < tq ? r0 + bm : tq) - 1;
+        if (last + limit + 1 < *ke) *ke = last + limit + 1;
+    }
+}
+
+// The element offsets of key `key`'s row of k and of v for the unit u (-1
+// both where a paged key's table entry is outside [0, pages): never read).
+template <bool PAGED>
+NXK_ATTN_DEV void nxk_attn_key_pos(const nxk_i64* __restrict__ g, const nxk_i64* u, const char* table,
+                                   nxk_i64 page, nxk_i64 pages, nxk_i64 key, nxk_i64* kpos, nxk_i64* vpos) {
+    *kpos = -1;
+    *vpos = -1;
+    if (PAGED) {
+        const nxk_i64 e = nxk_ld_i64(table, u[NXK_ATTN_U_TABLE] + (key / page) * g[NXK_ATTN_G_TABLE]);
+        const nxk_i64 t = key % page;
+        if (e >= 0 && e < pages) {
+            *kpos = u[NXK_ATTN_U_K] + e * g[NXK_ATTN_G_K_PAGE] + t * g[NXK_ATTN_G_K_T];
+            *vpos = u[NXK_ATTN_U_V] + e * g[NXK_ATTN_G_V_PAGE] + t * g[NXK_ATTN_G_V_T];
+        }
+    } else {
+        *kpos = u[NXK_ATTN_U_K] + key * g[NXK_ATTN_G_K_T];
+        *vpos = u[NXK_ATTN_U_V] + key * g[NXK_ATTN_G_V_T];
+    }
+}
+
 #endif
