@@ -8,8 +8,14 @@ experts' (n rows of a [n, n/4] in 8 groups of n/8, in a shuffled order, each
 times its group's slice of b [8, n/4, n/4]: nx.cuda's tensor-core path with
 Rows segments, a device pre-pass and one launch for all groups, into
 bfloat16) against PyTorch gathering each group's rows, one bfloat16 matmul a
-group and scattering the results back; and a float32 GEMM (nx.cuda's SIMT fma
-chain) against CuPy's matmul (cuBLAS SGEMM). n = 4096 (1024 where
+group and scattering the results back; an MXFP8 GEMM (a and b float8_e4m3fn
+with Exponent (e8m0) scales in blocks of 32 along K, into bfloat16 through a
+float32 accumulator: nx.cuda's tensor-core path, operands widened to float16
+at staging, each instruction's result scaled) against PyTorch's bfloat16
+matmul of the dequantised operands (each element times its scale, exact in
+bfloat16: the peer multiplies the same values, but does not read float8 or
+scales itself); and a float32 GEMM (nx.cuda's SIMT fma chain) against CuPy's
+matmul (cuBLAS SGEMM). n = 4096 (1024 where
 ``quick``). Each case first checks ours against the competitor's result (a
 relative Frobenius error of 2^-6 for bfloat16 results, 1e-4 for float32),
 then reports the medians of alternating timings, each followed by a
@@ -42,6 +48,9 @@ LIBRARY = "cuda"
 
 #: Groups of the grouped GEMM.
 GROUPS = 8
+
+#: The MX scale block along K.
+MX_BLOCK = 32
 
 
 def _bf16_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
@@ -111,6 +120,45 @@ def _bf16_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, 
     return rows
 
 
+def _mxfp8_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
+    """MXFP8 n³ (float8_e4m3fn, e8m0 scales in blocks of 32 along K) into
+    bfloat16, against PyTorch's bfloat16 matmul of the dequantised operands."""
+    if importlib.util.find_spec("torch") is None:
+        print("bench_cuda_gemm: the MXFP8 GEMM is not measured: PyTorch is not installed", file=sys.stderr)
+        return []
+    import torch
+
+    rng = np.random.default_rng(n + 2)
+    e4 = D.float8_e4m3fn
+    a = D.of_float(e4, rng.standard_normal((n, n)))
+    b = D.of_float(e4, rng.standard_normal((n, n)))
+    sa = rng.integers(120, 135, (n, n // MX_BLOCK)).astype(np.uint8)
+    sb = rng.integers(120, 135, (n // MX_BLOCK, n)).astype(np.uint8)
+    ops = [Array.from_numpy(a, dev, e4), Array.from_numpy(b, dev, e4), Array.from_numpy(sa, dev),
+           Array.from_numpy(sb, dev)]
+    out = Array.empty(D.bfloat16, (n, n), dev)
+    spec = S.Contract((), ((1, 0),), D.float32, scales=(S.ScaleKind.EXPONENT, S.ScaleKind.EXPONENT))
+    fa = a.astype(np.float32) * np.exp2(np.repeat(sa.astype(np.float32) - 127, MX_BLOCK, axis=1))
+    fb = b.astype(np.float32) * np.exp2(np.repeat(sb.astype(np.float32) - 127, MX_BLOCK, axis=0))
+    ta = torch.from_numpy(fa).cuda().to(torch.bfloat16)  # exact: 4 significant bits, in range
+    tb = torch.from_numpy(fb).cuda().to(torch.bfloat16)
+
+    def ours() -> None:
+        assert LIB.contract(spec, [out], ops) is Answer.DONE
+        dev.synchronize()
+
+    def theirs() -> Any:
+        r = torch.matmul(ta, tb)
+        torch.cuda.synchronize()
+        return r
+
+    ours()
+    timing.check_close("bench_cuda_gemm: MXFP8 gemm: nx.cuda and cuBLAS on dequantised operands",
+                       out.to_numpy().astype(np.float32), theirs().float().cpu().numpy(), 2.0**-6, by="norm")
+    return [timing.row("gemm mxfp8 (e4m3, e8m0 blocks of 32)->f32->bf16 vs torch bf16 dequantised", n,
+                       "float8_e4m3fn", ours, theirs, repeats)]
+
+
 def _f32_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
     """float32 n³, against CuPy."""
     import cupy as cp
@@ -148,7 +196,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
     dev = device.CudaDevice(0)
     n = 1024 if quick else 4096
     repeats = 3 if quick else 10
-    return _bf16_cases(dev, n, repeats) + _f32_case(dev, n, repeats)
+    return _bf16_cases(dev, n, repeats) + _mxfp8_case(dev, n, repeats) + _f32_case(dev, n, repeats)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,48 @@
 """The tensor-core contraction (``kernels/contract_mma.cu``): mma.sync on sm_80
 and later (and its plain C++ model on ``cuda-emu``).
 
-Which calls take it depends on dtypes, attributes and the device model alone
-(:func:`takes`): a float32 accumulator with a and b both bfloat16 or both
-float16 (m16n8k8), int32 with a and b int8, uint32 with a and b uint8
-(m16n8k32); no block scales; unsegmented or with Rows or Contracting
-segments; init and dst as the SIMT kernels take them. Float8 operands stay on
-the SIMT kernels: the float8 tensor-core paths of sm_89/sm_90 keep fewer
-accumulator bits than float32 (13 fraction bits reported on sm_90), outside
-the bound nx.cuda states; so do segments of other dtypes.
+Which calls take it depends on dtypes, attributes, the extents and the
+device model alone (:func:`takes`): a float32 accumulator with a and b each
+float16, float8_e4m3fn, float8_e5m2 or float4_e2m1fn (float16 m16n8k8), or
+each bfloat16 or one of those float8/float4 (bfloat16 m16n8k8; float16 with
+bfloat16 stays SIMT: neither holds the other); int32 with a and b each int8
+or int4, uint32 with a and b each uint8 or uint4 (m16n8k32); unscaled, or
+with Exponent scales and no segments where :func:`scales_fit` holds; no Value
+scales; unsegmented or with Rows or Contracting segments; init and dst as the
+SIMT kernels take them. Segments of other dtypes stay on the SIMT kernels.
+
+Narrow operands are widened exactly at staging (runtime dtype codes, no
+further instantiations): every float8_e4m3fn, float8_e5m2 and float4_e2m1fn
+value is a float16 and a bfloat16 value (a NaN a NaN), int4 and uint4 an
+int8 and a uint8 one; so a call's bits are those of the float16, bfloat16 or
+int8/uint8 path on operands widened beforehand, and its bound the one below.
+The native float8 mma instructions stay unused: the float8 tensor-core paths
+of sm_89/sm_90 keep fewer accumulator bits than float32 (13 fraction bits
+reported on sm_90), outside the bound nx.cuda states; float8 and float4 now
+take the float16/bfloat16 instruction instead.
+
+Exponent (e8m0) block scales: an element is a·2^(e − 127), code 255 NaN.
+Scaling by a power of two commutes with the instruction's exact products, its
+alignment to the largest and its truncations, so an instruction whose 8
+products share one scale block of a and one of b gives its unscaled result d
+times 2^(ea + eb − 254). :func:`scales_fit` admits a call only where that
+holds for every output, from the extents alone: for each scaled operand, K =
+0, or the scale's extent 1 along every contracting axis, or the innermost
+contracting pair's extent n and the scale block along it (n over the scale's
+extent) both multiples of 8 (then each aligned run of 8 k lies within one
+index of the outer pairs and one block: MXFP8/MXFP4 blocks of 32 along K);
+other layouts take the SIMT kernel (one thread an output), as do scaled
+calls with segments. The kernel stages each run's two codes beside the tiles
+and forms d·2^(ea + eb − 254) in float32 without forming the product of the
+scales (whose exponent, in [−254, 254], may exceed float32's range where
+neither factor does): exact where the result is a normal float32 or zero;
+below 2^-126 it rounds once to nearest (underflow: at most 2^-150 an
+instruction, which the contract's bound bars as it bars the SIMT path's
+subnormal scaled elements); above the finite range it is an infinity
+(overflow, likewise barred; where the exact value is in range it is finite,
+while the SIMT path's scaled element may already overflow); code 255 makes it
+NaN. Barring those, e(K) below holds unchanged: the scaled instruction result
+is within 2u·m·Σ|p| of its scaled products' sum, the chain as before.
 
 Order (deterministic): each instruction sums 8 products of consecutive k
 (float) or 32 (integer) from C = 0; its result is added into the output's
@@ -63,14 +97,15 @@ from nxkernel_core.rig import Buffer
 
 from . import loops
 from .build import Source, file_source
-from .contract_simt import problem, upload_walks, walks
+from .contract_simt import Problem, problem, upload_walks, walks
 from .device import CudaRig
 from .launch import Pointer
 
-__all__ = ["KERNELS", "error_factor", "kind", "launch", "source", "takes"]
+__all__ = ["KERNELS", "error_factor", "kind", "launch", "scale_map", "scales_fit", "source", "takes"]
 
-#: The kernels of ``kernels/contract_mma.cu``: bfloat16, float16, int8, uint8;
-#: the segments' pre-pass.
+#: The kernels of ``kernels/contract_mma.cu``: bfloat16, float16, int8, uint8
+#: staging (narrower operands widened into them at run time); the segments'
+#: pre-pass.
 KERNELS: Final = ("nxk_contract_mma<0>", "nxk_contract_mma<1>", "nxk_contract_mma<2>",
                   "nxk_contract_mma<3>", "nxk_cm_count", "nxk_cm_offsets", "nxk_cm_place")
 
@@ -81,9 +116,17 @@ TILE_K: Final = 32
 THREADS: Final = 128
 PAD: Final = 16
 
-#: (acc, operand dtype) -> the kernel's KIND.
-_KINDS: Final = {(D.float32, D.bfloat16): 0, (D.float32, D.float16): 1, (D.int32, D.int8): 2,
-                 (D.uint32, D.uint8): 3}
+#: Narrow float operands: each value is exactly a float16 and a bfloat16 value.
+_NARROW: Final = frozenset({D.float8_e4m3fn, D.float8_e5m2, D.float4_e2m1fn})
+#: Operands staged as float16 (KIND 1) and as bfloat16 (KIND 0) codes.
+_AS_F16: Final = _NARROW | {D.float16}
+_AS_BF16: Final = _NARROW | {D.bfloat16}
+#: (integer accumulator, operands staged as its 8-bit codes, KIND).
+_INT_KINDS: Final = ((D.int32, frozenset({D.int8, D.int4}), 2), (D.uint32, frozenset({D.uint8, D.uint4}), 3))
+
+#: Runs of K_STEP k a K step holds, and the staged scale codes' bytes.
+RUNS: Final = TILE_K // 8
+SCALE_BYTES: Final = (TILE_M + TILE_N) * RUNS
 
 #: The least architecture with mma.sync of these shapes and types.
 MIN_ARCH: Final = 80
@@ -104,17 +147,96 @@ def source() -> Source:
 
 
 def kind(spec: S.Contract, operands: Sequence[Dtype]) -> int | None:
-    """The tensor-core kernel's KIND for these dtypes, or None."""
+    """The tensor-core kernel's KIND for these dtypes and attributes, or None:
+    float32 from a and b each float16 or narrower float (1: float16 codes) or
+    each bfloat16 or narrower float (0: bfloat16 codes); int32 from int8 or
+    int4 (2), uint32 from uint8 or uint4 (3); Exponent scales on the float
+    kinds without segments only, no Value scales."""
+    scaled = any(s is not None for s in spec.scales)
+    if scaled and (spec.segments is not None or not spec.acc.is_float
+                   or any(s is S.ScaleKind.VALUE for s in spec.scales)):
+        return None
+    a, b = operands[0], operands[1]
+    if spec.acc is D.float32:
+        if a in _AS_F16 and b in _AS_F16:
+            return 1
+        if a in _AS_BF16 and b in _AS_BF16:
+            return 0
+        return None
+    for acc, ops, knd in _INT_KINDS:
+        if spec.acc is acc and a in ops and b in ops:
+            return knd
+    return None
+
+
+def _scale_positions(spec: S.Contract) -> list[int | None]:
+    """The operand positions of a's and b's scales (None: no scale)."""
+    at = 2 + int(spec.init)
+    out: list[int | None] = []
+    for sk in spec.scales:
+        out.append(at if sk is not None else None)
+        at += sk is not None
+    return out
+
+
+def scales_fit(spec: S.Contract, shapes: Sequence[Sequence[int]]) -> bool:
+    """Whether every aligned run of K_STEP consecutive k (C order of the
+    contracting pairs) of an output lies in one scale block of each scaled
+    operand, from the extents alone (a sufficient condition): K = 0, or the
+    scale's extent 1 along every contracting axis of its operand, or the
+    innermost contracting pair's extent n and the scale block n / s along it
+    both multiples of 8 (a run then lies within one index of the outer pairs
+    and within one block along the innermost one)."""
+    for side, pos in enumerate(_scale_positions(spec)):
+        if pos is None or not spec.contracting:
+            continue
+        x, s = shapes[side], shapes[pos]
+        axes = [p[side] for p in spec.contracting]
+        if any(x[ax] == 0 for ax in axes) or all(s[ax] == 1 for ax in axes):
+            continue
+        n, sn = x[axes[-1]], s[axes[-1]]
+        if n % K_STEP or (n // sn) % K_STEP:
+            return False
+    return True
+
+
+def takes(dev: CudaRig, spec: S.Contract, operands: Sequence[Dtype],
+          shapes: Sequence[Sequence[int]] | None = None) -> bool:
+    """Whether a computed call of these dtypes (and, for block scales, operand
+    ``shapes``: without them a scaled call does not) takes the tensor cores on
+    ``dev``."""
+    if dev.arch_number < MIN_ARCH or kind(spec, operands) is None:
+        return False
     if any(s is not None for s in spec.scales):
-        return None
-    if operands[0] is not operands[1]:
-        return None
-    return _KINDS.get((spec.acc, operands[0]))
+        return shapes is not None and scales_fit(spec, shapes)
+    return True
 
 
-def takes(dev: CudaRig, spec: S.Contract, operands: Sequence[Dtype]) -> bool:
-    """Whether a computed call of these dtypes takes the tensor cores on ``dev``."""
-    return dev.arch_number >= MIN_ARCH and kind(spec, operands) is not None
+def scale_map(x: Array, s: Array, axes: Sequence[int], base: int) -> list[int]:
+    """The scale map of ``x``'s scale ``s`` over the canonical part of
+    ``x``'s ``axes`` (C order): ``[n, base, then (div, ext, block, stride)
+    per axis whose scale index moves]`` (contract.cu's layout)."""
+    entries: list[int] = []
+    for pos, ax in enumerate(axes):
+        ext, sext, stride = x.shape[ax], s.shape[ax], s.layout.strides[ax]
+        if sext <= 1 or stride == 0:
+            continue
+        entries += [math.prod(x.shape[j] for j in axes[pos + 1:]), ext, ext // sext, stride]
+    return [len(entries) // 4, base, *entries]
+
+
+def _scale_words(pr: Problem, a: Array, b: Array, sa: Array | None, sb: Array | None) -> list[int]:
+    """The kernel's smap: six offsets, then the maps of a's batch, rows and K
+    and of b's batch, K and columns ([0, 0] for a side without a scale)."""
+    maps: list[list[int]] = []
+    sides = ((a, sa, (pr.batch_a, pr.free_a, pr.con_a)), (b, sb, (pr.batch_b, pr.con_b, pr.free_b)))
+    for x, s, parts in sides:
+        for n, axes in enumerate(parts):
+            maps.append(scale_map(x, s, axes, s.layout.offset if n == 0 else 0) if s is not None else [0, 0])
+    at = [6]
+    for m in maps[:-1]:
+        at.append(at[-1] + len(m))
+    return [*at, *(w for m in maps for w in m)]
 
 
 def error_factor(k: int) -> float:
@@ -175,6 +297,8 @@ def launch(dev: CudaRig, spec: S.Contract, dst: Array, operands: Sequence[Array]
     ids = operands[-1] if spec.segments is not None else None
     knd = kind(spec, [a.dtype, b.dtype])
     assert knd is not None
+    spos = _scale_positions(spec)
+    sa, sb = (operands[p] if p is not None else None for p in spos)
     pr = problem(spec, a, b)
     nbatch, rows, cols, k = pr.extents(a, b)
     seg = spec.segments
@@ -182,7 +306,7 @@ def launch(dev: CudaRig, spec: S.Contract, dst: Array, operands: Sequence[Array]
     if lead * nbatch * rows * cols == 0:
         return
     out = init if init is not None else dst
-    bw, rw, cw, kw = upload_walks(dev, walks(pr, a, b, dst, out))
+    bw, rw, cw, kw, smap = upload_walks(dev, [*walks(pr, a, b, dst, out), _scale_words(pr, a, b, sa, sb)])
     tiles_m, tiles_n = -(-rows // TILE_M), -(-cols // TILE_N)
     pd = loops.base(dev, dst)
     seg_kind, groups, b_g, d_g, i_g, n = 0, 0, 0, 0, 0, 0
@@ -211,6 +335,8 @@ def launch(dev: CudaRig, spec: S.Contract, dst: Array, operands: Sequence[Array]
         np.int32(dst.dtype.code), np.int32(dst.dtype is spec.acc), loops.base(dev, a),
         loops.base(dev, b), pi, pd, np.int64(blocks), np.int32(seg_kind), np.int64(nbatch),
         tables.perm if tables else pd, tables.starts if tables else pd, tables.tstarts if tables else pd,
-        np.int64(n), np.int64(groups), np.int64(b_g), np.int64(d_g), np.int64(i_g)],
-        shared_bytes=(TILE_M + TILE_N) * stride)
+        np.int64(n), np.int64(groups), np.int64(b_g), np.int64(d_g), np.int64(i_g),
+        np.int32(a.dtype.code), np.int32(b.dtype.code), np.int32((sa is not None) + 2 * (sb is not None)),
+        loops.base(dev, sa) if sa is not None else pd, loops.base(dev, sb) if sb is not None else pd, smap],
+        shared_bytes=(TILE_M + TILE_N) * stride + SCALE_BYTES)
     del tables  # queued work holds no reference: the stream orders the buffer's reuse

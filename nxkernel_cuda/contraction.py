@@ -11,7 +11,8 @@ Rules:
   accumulators:
 
   - float32: a, b, init and Value scales of float32, float16, bfloat16,
-    float8_e4m3fn, float8_e5m2, or integers of at most 16 bits (int4 to uint16);
+    float8_e4m3fn, float8_e5m2, float4_e2m1fn, or integers of at most 16 bits
+    (int4 to uint16);
   - float64: those and float64, int32 and uint32;
   - complex64 and complex128: those of their parts' accumulator, complex64,
     and complex128 into complex128 (no Value scales);
@@ -22,16 +23,25 @@ Rules:
   Every operand converts exactly into the accumulator. dst is the
   accumulator's dtype, or, for a float accumulator, a narrower float but
   float4_e2m1fn, for complex128 complex64, rounded once by the store rule.
-* Which kernel: the tensor cores (:mod:`~nxkernel_cuda.contract_mma`) for
-  float32 from bfloat16 or float16 pairs and int32/uint32 from int8/uint8
-  pairs, unscaled, with or without Rows or Contracting segments (one launch
-  for all groups after a pre-pass that sorts the segmented indices by group
-  on the device), on sm_80 and later (cuda-emu included); else the SIMT
+* Which kernel: the tensor cores (:mod:`~nxkernel_cuda.contract_mma`) on
+  sm_80 and later (cuda-emu included) for float32 from a and b each float16,
+  float8_e4m3fn, float8_e5m2 or float4_e2m1fn (the float16 instruction) or
+  each bfloat16 or one of those float8/float4 (the bfloat16 one), and
+  int32/uint32 from a and b each int8/int4 or uint8/uint4, narrower operands
+  widened exactly at staging (the bits of the wide path on operands widened
+  beforehand); unscaled, with or without Rows or Contracting segments (one
+  launch for all groups after a pre-pass that sorts the segmented indices by
+  group on the device), or unsegmented with Exponent scales whose blocks hold
+  every aligned run of 8 products of an output (for each scaled side: its
+  extent 1 along every contracting axis, or the innermost contracting
+  extent and the block along it multiples of 8, as MXFP8/MXFP4's blocks of
+  32), each instruction's result times 2^(ea + eb − 254). Else the SIMT
   kernels (:mod:`~nxkernel_cuda.contract_simt`): tiled for real accumulators
-  without scales or segments, one thread an output otherwise (block scales,
-  complex accumulators, and segments of other dtypes: float32, float64,
-  float8 or mixed operands, wider integers). The choice reads dtypes,
-  attributes and the device model, never data.
+  without scales or segments, one thread an output otherwise (Value scales,
+  Exponent scales of other layouts or with segments, complex accumulators,
+  and segments of other dtypes: float32, float64, float16 with bfloat16,
+  float8 with float32, wider integers). The choice reads dtypes,
+  attributes, the scales' extents and the device model, never data.
 * Order (SIMT): each output is a chain from +0 over its products in
   increasing K (C order of the contracting pairs' indices; a Contracting
   segment's products in their order among the group's indices), each product
@@ -47,13 +57,15 @@ Rules:
 * Bound: e(K) = γ(K + 3) for float64 and the SIMT float32 path (the chain
   γ(K), init one more, a Value scale's two rounded factors two more); float32
   also covers the tensor cores' γ(2·min(K, 8) + ⌈K/8⌉), so its e(K) is the
-  larger; complex √2·γ(K + 2) (K ≥ 2; each part's chains γ(K), their sum and
+  larger (narrow and Exponent-scaled operands included: the scaled
+  instruction result is exact barring underflow, where it rounds once, and
+  overflow, as the contract's bound bars); complex √2·γ(K + 2) (K ≥ 2; each part's chains γ(K), their sum and
   init two more; the modulus √2 times the parts') and γ(4) at K = 1 (the
   textbook product within √5·u, Brent, Percival, Zimmermann 2007, then init);
   0 at K = 0 and for integers. All within γ(2K + 2).
 * Declined (before any array is touched, the same rules as :func:`declines`):
   operand, init, scale or destination dtypes outside the lists above
-  (booleans, float4_e2m1fn, wider or other-signedness integers), Exponent
+  (booleans, wider or other-signedness integers), Exponent
   scales into integer accumulators, Value scales into complex ones, and an
   operand but init identical to dst (the kernel would read what it writes).
 """
@@ -81,7 +93,7 @@ __all__ = ["ALGORITHM", "ASSOCIATION", "PROSE", "STATEMENT", "contract", "declin
 
 #: Operand (and init) dtypes each float accumulator takes: all convert exactly.
 _INTO_F32: Final = frozenset({D.float32, D.float16, D.bfloat16, D.float8_e4m3fn, D.float8_e5m2,
-                              D.int16, D.uint16, D.int8, D.uint8, D.int4, D.uint4})
+                              D.float4_e2m1fn, D.int16, D.uint16, D.int8, D.uint8, D.int4, D.uint4})
 _INTO_F64: Final = _INTO_F32 | {D.float64, D.int32, D.uint32}
 _INTO: Final = {D.float32: _INTO_F32, D.float64: _INTO_F64, D.complex64: _INTO_F32 | {D.complex64},
                 D.complex128: _INTO_F64 | {D.complex64, D.complex128}}
@@ -201,7 +213,7 @@ def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array])
     with door(dsts, operands, device=dev) as refusal:
         if refusal is not None:
             return refusal
-        if contract_mma.takes(dev, spec, dtypes):
+        if contract_mma.takes(dev, spec, dtypes, [o.shape for o in operands]):
             contract_mma.launch(dev, spec, dsts[0], operands)
         elif (spec.acc.is_complex or spec.segments is not None
               or any(s is not None for s in spec.scales)):
@@ -214,26 +226,35 @@ def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array])
 #: What contract computes and declines, in words.
 PROSE: Final = (
     "Tensor cores (mma.sync, sm_80 and later; a C++ model of the instruction on cuda-emu) for float32 "
-    "from bfloat16 or float16 pairs (m16n8k8) and int32/uint32 from int8/uint8 pairs (m16n8k32), "
-    "unscaled, unsegmented or with Rows or Contracting segments: 64 x 64 tiles, 32 K-steps staged in "
-    "shared memory, 4 warps; segments in one launch for all groups after a pre-pass of three small "
-    "launches that stably sorts the segmented indices by group on the device (ids never read back): "
-    "Rows (grouped GEMM) tiles of one group's rows gathered through the permutation over a bound of "
-    "ceil(rows/64) + g tiles a batch index, Contracting blocks per group running K over the group's "
-    "indices. Otherwise SIMT kernels: 64 x 64 tiles of 256 threads for real accumulators, one thread "
-    "an output for block scales, complex accumulators and the segments of other dtypes. Batch and "
-    "contracting pairs of any layout (read in place), init (which may be dst), Exponent and Value "
-    "block scales applied at load by the operand's own index, Rows (grouped, one launch of the "
-    "computing kernel) and Contracting segments. Accumulators: float32 (a, b, init "
-    "and Value scales of float32, float16, bfloat16, float8_e4m3fn, float8_e5m2 or integers of at most "
-    "16 bits), float64 (those, float64, int32, uint32), complex64/complex128 (their parts' dtypes, "
-    "complex64, complex128 into complex128) and integers (integers of the accumulator's signedness no "
-    "wider, wrapping). dst is the accumulator's dtype, a narrower float but float4_e2m1fn, or complex64 "
-    "from complex128, rounded once. Declines other operand, init, scale or destination dtypes, "
-    "Exponent scales into integer accumulators, Value scales into complex ones, and an operand but "
-    "init identical to dst. The tensor-core path's bits model the hardware as Fasi et al. (2021) "
-    "measured it (alignment to the largest product with truncation, truncated sums): the emulator's "
-    "bits may differ from a GPU's there, within the same stated bound."
+    "from a and b each float16, float8_e4m3fn, float8_e5m2 or float4_e2m1fn (the float16 m16n8k8) or each "
+    "bfloat16 or one of those float8/float4 (the bfloat16 m16n8k8), and int32/uint32 from a and b each "
+    "int8/int4 or uint8/uint4 (m16n8k32): narrower operands widened exactly at staging (each float8 and "
+    "float4 value is a float16 and a bfloat16 value; the native float8 instructions stay unused, keeping "
+    "about 13 fraction bits of the sum on sm_89/sm_90; float8 and float4 take the float16/bfloat16 "
+    "instruction instead); unscaled, unsegmented or with Rows or Contracting segments, or unsegmented with "
+    "Exponent (e8m0) scales whose blocks hold every aligned run of 8 products of an output (each scaled "
+    "side's extent 1 along every contracting axis, or the innermost contracting extent and its block "
+    "along it multiples of 8: MXFP8/MXFP4 blocks of 32), each instruction's result times "
+    "2^(ea + eb - 254) in float32 without forming the scales' product (code 255 NaN): 64 x 64 tiles, 32 "
+    "K-steps staged in shared memory, 4 warps; segments in one launch for all groups after a pre-pass of "
+    "three small launches that stably sorts the segmented indices by group on the device (ids never read "
+    "back): Rows (grouped GEMM) tiles of one group's rows gathered through the permutation over a bound "
+    "of ceil(rows/64) + g tiles a batch index, Contracting blocks per group running K over the group's "
+    "indices. Otherwise SIMT kernels: 64 x 64 tiles of 256 threads for real accumulators, one thread an "
+    "output for Value scales, Exponent scales of other layouts or with segments, complex accumulators and "
+    "the segments of other dtypes. Batch and contracting pairs of any layout (read in place), init (which "
+    "may be dst), Exponent and Value block scales applied at load by the operand's own index (on the "
+    "tensor cores per instruction, as above), Rows (grouped, one launch of the computing kernel) and "
+    "Contracting segments. Accumulators: float32 (a, b, init and Value scales of float32, float16, "
+    "bfloat16, float8_e4m3fn, float8_e5m2, float4_e2m1fn or integers of at most 16 bits), float64 "
+    "(those, float64, int32, uint32), "
+    "complex64/complex128 (their parts' dtypes, complex64, complex128 into complex128) and integers "
+    "(integers of the accumulator's signedness no wider, wrapping). dst is the accumulator's dtype, a "
+    "narrower float but float4_e2m1fn, or complex64 from complex128, rounded once. Declines other operand, "
+    "init, scale or destination dtypes, Exponent scales into integer accumulators, Value scales into "
+    "complex ones, and an operand but init identical to dst. The tensor-core path's bits model the "
+    "hardware as Fasi et al. (2021) measured it (alignment to the largest product with truncation, "
+    "truncated sums): the emulator's bits may differ from a GPU's there, within the same stated bound."
 )
 
 #: The association of each output's sum.
@@ -248,7 +269,12 @@ ASSOCIATION: Final = (
     "nearest in increasing K, init last; deterministic on a device, its instruction bits the "
     "hardware's; a Contracting group's products numbered by their order among its indices, so a "
     "segmented output's bits are the unsegmented path's on gathered operands (int8/uint8: 32 products "
-    "an instruction, exact). Outputs without products are init untouched, or +0; the result rounds "
+    "an instruction, exact). Narrow operands (float8, float4, int4/uint4) widened exactly at staging: the "
+    "bits of the float16/bfloat16/int8/uint8 path on operands widened beforehand. Exponent scales on the "
+    "tensor cores: each instruction's result (its 8 products in one scale block a side) times "
+    "2^(ea + eb - 254) before it joins the chain, exact but for underflow (one rounding to nearest) and "
+    "overflow (an infinity), NaN for code 255: the bits of the unscaled call on host-scaled operands "
+    "where those are exact. Outputs without products are init untouched, or +0; the result rounds "
     "once into dst. Integers exact, wrapping."
 )
 
@@ -262,8 +288,13 @@ ALGORITHM: Final = (
     "products of an m16n8k8 fused in one block, as sm_80 does), ⌈K/8⌉ - 1 rounded additions and init; "
     "the stated float32 e(K) is the larger of the two; segments take it with K a group's count. "
     "Complex √2·γ(K + 2) (K ≥ 2), γ(4) (K = 1). "
-    "0 at K = 0 and for integers (exact, wrapping; int8/uint8 tensor cores too). Float8 operands take "
-    "the SIMT path: sm_89/sm_90 float8 tensor cores keep about 13 fraction bits of the sum."
+    "0 at K = 0 and for integers (exact, wrapping; int8/uint8 and widened int4/uint4 tensor cores too). "
+    "Float8 and float4 operands, widened exactly, take the float16/bfloat16 instruction and its e(K) "
+    "(not the native float8 tensor cores, which keep about 13 fraction bits of the sum on sm_89/sm_90). "
+    "Exponent scales on the tensor cores keep that e(K): a power of two commutes with the instruction's "
+    "alignment and truncation, and the scaled result d·2^(ea + eb - 254) is exact barring underflow "
+    "(below 2^-126 one rounding, at most 2^-150 an instruction) and overflow, which the contract's bound "
+    "bars; where the exact value is in float32's range it is finite though the two scales' product is not."
 )
 
 #: The statement entry of contract.

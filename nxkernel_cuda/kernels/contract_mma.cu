@@ -7,7 +7,25 @@
 //
 // * Operands are found by the walks of contract.cu (batch over a, b, dst,
 //   init; rows over a, dst, init; columns over b, dst, init; K over a, b), so
-//   any layout is read in place; their codes are staged as they are.
+//   any layout is read in place. Each operand's dtype code (a_code, b_code,
+//   runtime arguments) says how it is staged: a code of the staged format as
+//   it is; a narrower one widened exactly into it (nxk_cm_wide16,
+//   nxk_cm_wide8): float8_e4m3fn, float8_e5m2 and float4_e2m1fn values are
+//   each a float16 and a bfloat16 value (NaN a NaN), int4 and uint4 an int8
+//   and a uint8 one. The instruction then sees the widened operands: the bits
+//   are those of the same call on operands widened beforehand.
+// * Exponent block scales (scaled: bit 1 a's, bit 2 b's; KIND 0 and 1 only):
+//   the host takes this kernel only where every aligned run of 8 consecutive
+//   k of an output lies in one scale block of a and one of b, so each
+//   instruction's 8 products share the factor 2^(ea - 127) * 2^(eb - 127).
+//   The codes of each staged row's and column's 4 runs of a K step are staged
+//   beside the tiles (127, a factor 1, past the extents or without a scale),
+//   and each instruction result d becomes d * 2^(ea + eb - 254)
+//   (nxk_cm_scale: exact but where the result is below float32's normal
+//   range, where it rounds once to nearest, or above its finite range, where
+//   it is an infinity; a code 255 makes it NaN) before it joins the chain.
+//   Power-of-two scaling commutes with the instruction's alignment and
+//   truncation, so that is the instruction's sum of the scaled products.
 // * Tiles: a block of 128 threads (four warps, 2 x 2) computes a 64 x 64 tile
 //   of one batch index; each step stages 64 x 32 of a (row-major) and 32 x 64
 //   of b (column-major) in shared memory, each thread loading k = k0 + tid % 32
@@ -41,6 +59,8 @@
 // Row strides of the staged tiles, in bytes: 32 elements and a pad, a
 // multiple of 4 (fragments are read as 32-bit words).
 #define NXK_CM_PAD 16
+// Runs of 8 k in a K step: the staged scale codes of a row or column.
+#define NXK_CM_RUNS 4
 
 template <int KIND>
 struct NxkMmaKind {
@@ -61,9 +81,61 @@ struct NxkMmaKind<3> {
     typedef nxk_u64 Out;
 };
 
-// The code of an element at position p (a 16-bit float's or an 8-bit integer's).
-__device__ __forceinline__ void nxk_cm_ld(nxk_u16* out, const char* b, nxk_i64 p) { *out = nxk_ld_u16(b, p); }
-__device__ __forceinline__ void nxk_cm_ld(nxk_u8* out, const char* b, nxk_i64 p) { *out = nxk_ld_u8(b, p); }
+// The code, in float16 (bf false) or bfloat16 (bf true), of the element of
+// dtype code c (4 float8_e4m3fn, 5 float8_e5m2, 6 float4_e2m1fn) at position
+// p: its value exactly (each of those values is one of both formats; a NaN a
+// NaN), through float32, which holds it exactly too.
+__device__ __noinline__ nxk_u16 nxk_cm_wide16(int c, bool bf, const char* b, nxk_i64 p) {
+    if (c == 5 && !bf) return (nxk_u16)((nxk_u32)nxk_ld_e5m2(b, p) << 8);   // e5m2 is float16's top byte
+    const float v = c == 4 ? nxk_val_e4m3(nxk_ld_e4m3(b, p))
+                  : c == 5 ? nxk_val_e5m2(nxk_ld_e5m2(b, p)) : nxk_val_e2m1(nxk_ld_e2m1(b, p));
+    return bf ? (nxk_u16)(nxk_bits_f32(v) >> 16) : nxk_f16_of_f32(v);   // bfloat16: float32's top half, exact
+}
+
+// The code, as an 8-bit integer, of the element of dtype code c (15 int4, 16
+// uint4) at position p: sign- or zero-extended.
+__device__ __noinline__ nxk_u8 nxk_cm_wide8(int c, const char* b, nxk_i64 p) {
+    return c == 15 ? (nxk_u8)nxk_ld_i4(b, p) : nxk_ld_u4(b, p);
+}
+
+// The staged code of an element of dtype code c at position p: the code
+// itself where c is the staged format's (float16 2, bfloat16 3, int8 13,
+// uint8 14), else widened exactly.
+__device__ __forceinline__ void nxk_cm_ld(nxk_u16* out, int c, bool bf, const char* b, nxk_i64 p) {
+    *out = c == 2 || c == 3 ? nxk_ld_u16(b, p) : nxk_cm_wide16(c, bf, b, p);
+}
+__device__ __forceinline__ void nxk_cm_ld(nxk_u8* out, int c, bool, const char* b, nxk_i64 p) {
+    *out = c == 13 || c == 14 ? nxk_ld_u8(b, p) : nxk_cm_wide8(c, b, p);
+}
+
+// d * 2^(ea - 127) * 2^(eb - 127) for Exponent codes ea, eb, rounded once:
+// exact where the result is a normal float32 or zero, rounded to nearest
+// where it is below 2^-126 (two steps, the first exact: d * 2^(s + 126) is
+// normal or the whole result is below 2^-252 and rounds to a zero either
+// way), an infinity above the finite range (the first step of s > 127 is
+// exact or already infinite); a code 255 gives NaN. The exponent s = ea + eb
+// - 254 of the two scales' product, in [-254, 254], is never formed as a
+// float32 (it may exceed its range where neither scale does).
+__device__ __forceinline__ float nxk_cm_scale(float d, int ea, int eb) {
+    if (ea == 255 || eb == 255) return nxk_f32_of_bits(NXK_QNAN_F32);
+    const int s = ea + eb - 254;
+    if (s > 127) return (d * nxk_pow2f(127)) * nxk_pow2f(s - 127);
+    if (s < -126) return (d * nxk_pow2f(s + 126)) * nxk_pow2f(-126);
+    return d * nxk_pow2f(s);
+}
+
+// A scale map (contract_mma.py's scale_map, contract.cu's layout): [n, base,
+// then n x (div, ext, block, stride)]: index i of a canonical part (its C
+// order) is at scale position base + sum ((i / div) % ext) / block * stride.
+__device__ __noinline__ nxk_i64 nxk_cm_scale_at(const nxk_i64* __restrict__ m, nxk_i64 i) {
+    nxk_i64 p = m[1];
+    const nxk_i64 n = m[0];
+    for (nxk_i64 j = 0; j < n; ++j) {
+        const nxk_i64* e = m + 2 + 4 * j;
+        p += nxk_div(nxk_coord(i, e[0], e[1]), e[2]) * e[3];
+    }
+    return p;
+}
 
 // Index i's position in the first array of the three-array walk w.
 __device__ __noinline__ nxk_i64 nxk_cm_first(const nxk_i64* __restrict__ w, nxk_i64 i) {
@@ -92,11 +164,13 @@ __device__ __noinline__ nxk_i64 nxk_cm_bucket(const nxk_i64* __restrict__ ts, nx
 }
 
 // One step of K (32 elements) of a warp's 2 x 4 tiles: KIND 0 and 1 four
-// m16n8k8 instructions in increasing k, each result added into acc; KIND 2
-// and 3 one m16n8k32.
+// m16n8k8 instructions in increasing k, each result (scaled by the staged
+// codes ss, a's rows' then b's columns', where `scaled`) added into acc; KIND
+// 2 and 3 one m16n8k32.
 template <int KIND>
 __device__ __forceinline__ void nxk_cm_step(typename NxkMmaKind<KIND>::Acc (*acc)[4][4], const unsigned char* as,
-                                            const unsigned char* bs, int wm, int wn, int g, int t) {
+                                            const unsigned char* bs, const unsigned char* ss, int scaled,
+                                            int wm, int wn, int g, int t) {
     const int stride = NXK_CM_KS * (int)sizeof(typename NxkMmaKind<KIND>::E) + NXK_CM_PAD;
     if (KIND <= 1) {
         for (int kk = 0; kk < NXK_CM_KS; kk += 8) {
@@ -113,6 +187,14 @@ __device__ __forceinline__ void nxk_cm_step(typename NxkMmaKind<KIND>::Acc (*acc
                     const nxk_u32 b = *(const nxk_u32*)(bs + c * stride + kb);
                     float d[4];
                     nxk_mma_k8<KIND == 0>(d, a, b);
+                    if (scaled) {
+#pragma unroll
+                        for (int q = 0; q < 4; ++q) {
+                            const int rr = r + 8 * (q / 2), cc = wn * 32 + ni * 8 + 2 * t + (q % 2);
+                            d[q] = nxk_cm_scale(d[q], ss[rr * NXK_CM_RUNS + kk / 8],
+                                                ss[(NXK_CM_TM + cc) * NXK_CM_RUNS + kk / 8]);
+                        }
+                    }
 #pragma unroll
                     for (int q = 0; q < 4; ++q) acc[mi][ni][q] = (typename NxkMmaKind<KIND>::Acc)(acc[mi][ni][q] + d[q]);
                 }
@@ -149,7 +231,12 @@ __device__ __forceinline__ void nxk_cm_step(typename NxkMmaKind<KIND>::Acc (*acc
 // slot and first tile (bucket `groups`: no group), b_g b's stride along its
 // groups axis; 2 Contracting: perm [nbatch][n = K] indices by group, starts
 // as for Rows, d_g and i_g dst's and init's strides along the groups axis.
-// Dynamic shared memory: two tiles of 64 rows of the row stride.
+// a_code, b_code: the operands' dtype codes (staged as they are or widened).
+// scaled (KIND 0 and 1, seg 0): bit 1 a's Exponent scale sa, bit 2 b's sb;
+// smap: six offsets (words from smap) of the scale maps of a's batch, rows
+// and K, and of b's batch, K and columns, then the maps.
+// Dynamic shared memory: two tiles of 64 rows of the row stride, then the
+// scale codes [64 rows of a, 64 columns of b][4 runs].
 template <int KIND>
 __global__ void __launch_bounds__(NXK_CM_THREADS)
 nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
@@ -159,7 +246,9 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
                  const char* a, const char* b, const char* init, char* dst, nxk_i64 blocks,
                  int seg, nxk_i64 nbatch, const nxk_i64* __restrict__ perm,
                  const nxk_i64* __restrict__ starts, const nxk_i64* __restrict__ tstarts, nxk_i64 n,
-                 nxk_i64 groups, nxk_i64 b_g, nxk_i64 d_g, nxk_i64 i_g)
+                 nxk_i64 groups, nxk_i64 b_g, nxk_i64 d_g, nxk_i64 i_g,
+                 int a_code, int b_code, int scaled, const char* sa, const char* sb,
+                 const nxk_i64* __restrict__ smap)
 {
     typedef typename NxkMmaKind<KIND>::E E;
     typedef typename NxkMmaKind<KIND>::Acc Acc;
@@ -167,6 +256,7 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
     const int stride = NXK_CM_KS * (int)sizeof(E) + NXK_CM_PAD;
     unsigned char* as = nxk_dynamic_shared;                  // [TM][stride bytes]
     unsigned char* bs = nxk_dynamic_shared + NXK_CM_TM * stride;  // [TN][stride bytes]
+    unsigned char* ss = bs + NXK_CM_TN * stride;                  // [TM + TN][runs]
     const int tid = (int)threadIdx.x;
     const int lane = tid % 32, warp = tid / 32;
     const int g = lane / 4, t = lane % 4;
@@ -204,6 +294,9 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
             bp[3] += e * i_g;
         }
         // Positions of the rows of a and columns of b this thread stages (-1: past the extent).
+        // Exponent scales: each side's scale position of the batch index.
+        const nxk_i64 sat = scaled & 1 ? nxk_cm_scale_at(smap + smap[0], tb) : 0;
+        const nxk_i64 sbt = scaled & 2 ? nxk_cm_scale_at(smap + smap[3], tb) : 0;
         nxk_i64 ap[16], bq[16];
         for (int m = 0; m < 16; ++m) {
             const nxk_i64 r = nxk_cm_row(seg, pt, r0 + ry + 4 * m, rend), c = c0 + ry + 4 * m;
@@ -223,13 +316,30 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
             if (k < kn) nxk_walk<2>(kw, seg == 2 ? pt[kb + k] : k, kp);
             for (int m = 0; m < 16; ++m) {
                 E va = 0, vb = 0;
-                if (k < kn && ap[m] >= 0) nxk_cm_ld(&va, a, ap[m] + kp[0]);
-                if (k < kn && bq[m] >= 0) nxk_cm_ld(&vb, b, bq[m] + kp[1]);
+                if (k < kn && ap[m] >= 0) nxk_cm_ld(&va, a_code, KIND == 0, a, ap[m] + kp[0]);
+                if (k < kn && bq[m] >= 0) nxk_cm_ld(&vb, b_code, KIND == 0, b, bq[m] + kp[1]);
                 *(E*)(as + (ry + 4 * m) * stride + kx * (int)sizeof(E)) = va;
                 *(E*)(bs + (ry + 4 * m) * stride + kx * (int)sizeof(E)) = vb;
             }
+            if (scaled && kx % 8 == 0) {
+                // The codes of the run of 8 from k (its scale block, the host
+                // checked, is k's): 127 (a factor 1) past K or the extents.
+                const bool in = k < kn;
+                const nxk_i64 ka = in && (scaled & 1) ? sat + nxk_cm_scale_at(smap + smap[2], k) : 0;
+                const nxk_i64 kb2 = in && (scaled & 2) ? sbt + nxk_cm_scale_at(smap + smap[4], k) : 0;
+                for (int m = 0; m < 16; ++m) {
+                    const int y = ry + 4 * m;
+                    int ea = 127, eb = 127;
+                    if (in && (scaled & 1) && ap[m] >= 0)
+                        ea = (int)nxk_ld_u8(sa, ka + nxk_cm_scale_at(smap + smap[1], r0 + y));
+                    if (in && (scaled & 2) && bq[m] >= 0)
+                        eb = (int)nxk_ld_u8(sb, kb2 + nxk_cm_scale_at(smap + smap[5], c0 + y));
+                    ss[y * NXK_CM_RUNS + kx / 8] = (unsigned char)ea;
+                    ss[(NXK_CM_TM + y) * NXK_CM_RUNS + kx / 8] = (unsigned char)eb;
+                }
+            }
             __syncthreads();
-            nxk_cm_step<KIND>(acc, as, bs, wm, wn, g, t);
+            nxk_cm_step<KIND>(acc, as, bs, ss, KIND <= 1 ? scaled : 0, wm, wn, g, t);
             __syncthreads();
         }
         // This thread's four output rows (mi, q / 2); rows stands for none past rend.

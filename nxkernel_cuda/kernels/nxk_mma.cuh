@@ -21,6 +21,7 @@ __device__ __noinline__ void nxk_ct_ld(float* out, int c, const char* b, nxk_i64
         case 3: *out = nxk_val_bf16(nxk_ld_bf16(b, p)); break;
         case 4: *out = nxk_val_e4m3(nxk_ld_e4m3(b, p)); break;
         case 5: *out = nxk_val_e5m2(nxk_ld_e5m2(b, p)); break;
+        case 6: *out = nxk_val_e2m1(nxk_ld_e2m1(b, p)); break;
         case 11: *out = (float)nxk_ld_i16(b, p); break;
         case 12: *out = (float)nxk_ld_u16(b, p); break;
         case 13: *out = (float)nxk_ld_i8(b, p); break;
@@ -38,6 +39,7 @@ __device__ __noinline__ void nxk_ct_ld(double* out, int c, const char* b, nxk_i6
         case 3: *out = (double)nxk_val_bf16(nxk_ld_bf16(b, p)); break;
         case 4: *out = (double)nxk_val_e4m3(nxk_ld_e4m3(b, p)); break;
         case 5: *out = (double)nxk_val_e5m2(nxk_ld_e5m2(b, p)); break;
+        case 6: *out = (double)nxk_val_e2m1(nxk_ld_e2m1(b, p)); break;
         case 9: *out = (double)nxk_ld_i32(b, p); break;
         case 10: *out = (double)nxk_ld_u32(b, p); break;
         case 11: *out = (double)nxk_ld_i16(b, p); break;

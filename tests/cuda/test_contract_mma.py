@@ -164,7 +164,8 @@ def test_which_calls_take_the_tensor_cores() -> None:
     assert contract_mma.takes(sm90, f32, [D.bfloat16, D.bfloat16])  # type: ignore[arg-type]
     assert contract_mma.takes(sm90, f32, [D.float16, D.float16, D.float32])  # type: ignore[arg-type]
     assert not contract_mma.takes(sm75, f32, [D.bfloat16, D.bfloat16])  # type: ignore[arg-type]
-    for dts in ([D.bfloat16, D.float16], [D.float8_e4m3fn, D.float8_e4m3fn], [D.float32, D.float32]):
+    assert contract_mma.takes(sm90, f32, [D.float8_e4m3fn, D.float8_e4m3fn])  # type: ignore[arg-type]
+    for dts in ([D.bfloat16, D.float16], [D.float8_e4m3fn, D.float32], [D.float32, D.float32]):
         assert not contract_mma.takes(sm90, f32, dts)  # type: ignore[arg-type]
     scaled = S.Contract((), ((1, 0),), D.float32, scales=(S.ScaleKind.EXPONENT, None))
     assert not contract_mma.takes(sm90, scaled, [D.bfloat16, D.bfloat16, D.uint8])  # type: ignore[arg-type]

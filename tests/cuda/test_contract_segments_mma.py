@@ -178,7 +178,8 @@ def test_which_segmented_calls_take_the_tensor_cores() -> None:
         assert contract_mma.takes(sm90, spec, dts)  # type: ignore[arg-type]
         assert not contract_mma.takes(sm75, spec, dts)  # type: ignore[arg-type]
     # Other dtypes and block scales stay on the SIMT kernels.
-    for dts in ([D.float32, D.float32, D.int64], [D.float8_e4m3fn, D.float8_e4m3fn, D.int64],
+    assert contract_mma.takes(sm90, rows, [D.float8_e4m3fn, D.float8_e4m3fn, D.int64])  # type: ignore[arg-type]
+    for dts in ([D.float32, D.float32, D.int64], [D.float8_e4m3fn, D.float32, D.int64],
                 [D.bfloat16, D.float16, D.int64]):
         assert not contract_mma.takes(sm90, rows, dts)  # type: ignore[arg-type]
     scaled = S.Contract((), ((1, 1),), D.float32, scales=(S.ScaleKind.EXPONENT, None), segments=S.Rows(0, 0))
