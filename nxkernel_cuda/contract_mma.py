@@ -101,7 +101,8 @@ from .contract_simt import Problem, problem, upload_walks, walks
 from .device import CudaRig
 from .launch import Pointer
 
-__all__ = ["KERNELS", "error_factor", "kind", "launch", "scale_map", "scales_fit", "source", "takes"]
+__all__ = ["KERNELS", "error_factor", "kind", "launch", "run_mode", "scale_map", "scales_fit", "source",
+           "takes"]
 
 #: The kernels of ``kernels/contract_mma.cu``: bfloat16, float16, int8, uint8
 #: staging (narrower operands widened into them at run time); the segments'
@@ -123,6 +124,11 @@ _AS_F16: Final = _NARROW | {D.float16}
 _AS_BF16: Final = _NARROW | {D.bfloat16}
 #: (integer accumulator, operands staged as its 8-bit codes, KIND).
 _INT_KINDS: Final = ((D.int32, frozenset({D.int8, D.int4}), 2), (D.uint32, frozenset({D.uint8, D.uint4}), 3))
+
+#: The staged code's bytes per KIND (16-bit floats, 8-bit integers).
+STAGED_BYTES: Final = (2, 2, 1, 1)
+#: The staged dtypes per KIND: operands of these are staged as they are.
+_STAGED: Final = (D.bfloat16, D.float16, D.int8, D.uint8)
 
 #: Runs of K_STEP k a K step holds, and the staged scale codes' bytes.
 RUNS: Final = TILE_K // 8
@@ -289,6 +295,34 @@ def _sort(dev: CudaRig, ids: Array, batch: Sequence[int], seq: Sequence[int], se
     return _Groups(perm, starts, tstarts, buf)
 
 
+def run_mode(x: Array, knd: int, runs_k: Sequence[int], lines: Sequence[int], others: Sequence[int],
+             lines_ok: bool) -> int:
+    """How the kernel stages operand x by 16-byte runs of V = 16 / staged bytes
+    codes (0: code by code): 1 along its innermost contracting axis ``runs_k[-1]``,
+    2 along its innermost free axis ``lines[-1]`` (where ``lines_ok``), each
+    where that axis has stride 1, holds whole runs (a multiple of V, or it is
+    the only axis of its kind), x's offset and its strides along every other
+    axis it walks (``others``, and the other of those two kinds) are multiples
+    of V (so every run starts 16-byte aligned), and x is of the staged dtype
+    (no widening). A function of the layouts alone; the bits do not depend on
+    it."""
+    if x.dtype is not _STAGED[knd]:
+        return 0
+    v = 16 // STAGED_BYTES[knd]
+    st, sh = x.layout.strides, x.shape
+
+    def fits(run: Sequence[int], rest: Sequence[int]) -> bool:
+        if not run or st[run[-1]] != 1 or (len(run) > 1 and sh[run[-1]] % v):
+            return False
+        return x.layout.offset % v == 0 and all(st[i] % v == 0 for i in [*run[:-1], *rest])
+
+    if fits(runs_k, [*lines, *others]):
+        return 1
+    if lines_ok and fits(lines, [*runs_k, *others]):
+        return 2
+    return 0
+
+
 def launch(dev: CudaRig, spec: S.Contract, dst: Array, operands: Sequence[Array]) -> None:
     """Queue the tensor-core kernel into dst (a call :func:`takes` admits),
     after the segments' pre-pass where the call has segments."""
@@ -326,7 +360,12 @@ def launch(dev: CudaRig, spec: S.Contract, dst: Array, operands: Sequence[Array]
         tables = _sort(dev, ids, batch, [a.shape[i] for i in pr.con_a],
                        [ids.layout.strides[-1] if i == pair else 0 for i in pr.con_a], groups)
     blocks = lead * nbatch * tiles_m * tiles_n
-    stride = TILE_K * a.dtype.itemsize + PAD
+    stride = TILE_K * STAGED_BYTES[knd] + PAD
+    # Runs: not along a contracting axis cut into groups, nor along a's rows gathered by group.
+    contracting = not isinstance(seg, S.ContractingSegments)
+    b_others = [*pr.batch_b, *([seg.b_axis] if isinstance(seg, S.Rows) else [])]
+    a_mode = run_mode(a, knd, pr.con_a, pr.free_a, pr.batch_a, seg is None) if contracting else 0
+    b_mode = run_mode(b, knd, pr.con_b, pr.free_b, b_others, True) if contracting else 0
     pi = loops.base(dev, init) if init is not None else pd
     module = dev.load(source())
     module.function(f"nxk_contract_mma<{knd}>")((min(blocks, loops.MAX_BLOCKS),), (THREADS,), [
@@ -337,6 +376,7 @@ def launch(dev: CudaRig, spec: S.Contract, dst: Array, operands: Sequence[Array]
         tables.perm if tables else pd, tables.starts if tables else pd, tables.tstarts if tables else pd,
         np.int64(n), np.int64(groups), np.int64(b_g), np.int64(d_g), np.int64(i_g),
         np.int32(a.dtype.code), np.int32(b.dtype.code), np.int32((sa is not None) + 2 * (sb is not None)),
-        loops.base(dev, sa) if sa is not None else pd, loops.base(dev, sb) if sb is not None else pd, smap],
+        loops.base(dev, sa) if sa is not None else pd, loops.base(dev, sb) if sb is not None else pd, smap,
+        np.int32(a_mode), np.int32(b_mode)],
         shared_bytes=(TILE_M + TILE_N) * stride + SCALE_BYTES)
     del tables  # queued work holds no reference: the stream orders the buffer's reuse

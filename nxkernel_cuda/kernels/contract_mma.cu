@@ -224,6 +224,101 @@ __device__ __forceinline__ void nxk_cm_step(typename NxkMmaKind<KIND>::Acc (*acc
     }
 }
 
+// Staging by 16-byte runs of V = 16 / sizeof(E) codes (the host's run modes,
+// contract_mma.py's run_mode): mode 1, a line's (a's row's, b's column's) V
+// consecutive k, where its innermost contracting axis has stride 1; mode 2,
+// V consecutive lines at one k, where its innermost free axis has stride 1.
+// The host takes a mode only where every run starts 16-byte aligned and lies
+// within one axis (codes staged as they are, no widening); a run past the
+// extents or K's end is staged code by code, +0 past them. The tile holds the
+// same codes as the scalar staging: the bits do not depend on the mode.
+//
+// A side's lines of one block: the positions of this thread's mode-1 lines
+// (-1: none), or of its mode-2 run's first line (-1: not whole, code by code).
+struct NxkCmRuns {
+    nxk_i64 lp[2];
+};
+
+template <class E>
+__device__ __forceinline__ E nxk_cm_code(const char* x, nxk_i64 p) {
+    if (sizeof(E) == 2) return (E)nxk_ld_u16(x, p);
+    return (E)nxk_ld_u8(x, p);
+}
+
+// Line l's position in the side's walk lw from xbase, or -1 (past lend; a's
+// rows through perm under Rows, seg_rows 1).
+__device__ __forceinline__ nxk_i64 nxk_cm_line(const nxk_i64* __restrict__ lw, nxk_i64 xbase, int seg_rows,
+                                               const nxk_i64* __restrict__ pt, nxk_i64 l, nxk_i64 lend) {
+    const nxk_i64 r = nxk_cm_row(seg_rows, pt, l, lend);
+    return r >= 0 ? xbase + nxk_cm_first(lw, r) : -1;
+}
+
+template <class E>
+__device__ __forceinline__ NxkCmRuns nxk_cm_runs(int mode, const nxk_i64* __restrict__ lw, nxk_i64 xbase,
+                                                 int seg_rows, const nxk_i64* __restrict__ pt, nxk_i64 l0,
+                                                 nxk_i64 lend, int tid) {
+    constexpr int V = 16 / (int)sizeof(E);
+    NxkCmRuns runs;
+    runs.lp[0] = runs.lp[1] = -1;
+    if (mode == 1) {
+        for (int i = 0; i < 16 / V; ++i)
+            runs.lp[i] = nxk_cm_line(lw, xbase, seg_rows, pt, l0 + (tid + 128 * i) / (32 / V), lend);
+    } else if (mode == 2) {
+        const nxk_i64 first = l0 + (tid % (64 / V)) * V;
+        if (first + V <= lend) runs.lp[0] = xbase + nxk_cm_first(lw, first);
+    }
+    return runs;
+}
+
+// Stage the side's K step [k0, k0 + 32) of its 64 lines into tile[line][k]
+// (rows `stride` bytes apart) by runs; `side` 0 reads a's K positions, 1 b's.
+template <class E>
+__device__ __forceinline__ void nxk_cm_stage_runs(unsigned char* tile, int stride, int mode, const NxkCmRuns& runs,
+                                                  const char* x, int side, const nxk_i64* __restrict__ kw,
+                                                  const nxk_i64* __restrict__ lw, nxk_i64 xbase, nxk_i64 l0,
+                                                  nxk_i64 lend, nxk_i64 k0, nxk_i64 kn, int tid) {
+    constexpr int V = 16 / (int)sizeof(E);
+    union { uint4 w; E c[V]; } u;
+    nxk_i64 kp[2];
+    if (mode == 1) {
+        const int kv = (tid % (32 / V)) * V;
+        const bool whole = k0 + kv + V <= kn;
+        if (whole) nxk_walk<2>(kw, k0 + kv, kp);
+        for (int i = 0; i < 16 / V; ++i) {
+            const int y = (tid + 128 * i) / (32 / V);
+            const nxk_i64 lp = runs.lp[i];
+            if (lp >= 0 && whole) {
+                u.w = *(const uint4*)(x + (lp + kp[side]) * (nxk_i64)sizeof(E));
+            } else {
+                for (int e = 0; e < V; ++e) {
+                    u.c[e] = 0;
+                    if (lp >= 0 && k0 + kv + e < kn) {
+                        nxk_walk<2>(kw, k0 + kv + e, kp);
+                        u.c[e] = nxk_cm_code<E>(x, lp + kp[side]);
+                    }
+                }
+            }
+            *(uint4*)(tile + y * stride + kv * (int)sizeof(E)) = u.w;
+        }
+    } else {
+        const int yv = (tid % (64 / V)) * V;
+        for (int i = 0; i < 16 / V; ++i) {
+            const int kk = (tid + 128 * i) / (64 / V);
+            for (int e = 0; e < V; ++e) u.c[e] = 0;
+            if (k0 + kk < kn) {
+                nxk_walk<2>(kw, k0 + kk, kp);
+                if (runs.lp[0] >= 0) {
+                    u.w = *(const uint4*)(x + (runs.lp[0] + kp[side]) * (nxk_i64)sizeof(E));
+                } else {
+                    for (int e = 0; e < V; ++e)
+                        if (l0 + yv + e < lend) u.c[e] = nxk_cm_code<E>(x, xbase + nxk_cm_first(lw, l0 + yv + e) + kp[side]);
+                }
+            }
+            for (int e = 0; e < V; ++e) *(E*)(tile + (yv + e) * stride + kk * (int)sizeof(E)) = u.c[e];
+        }
+    }
+}
+
 // Block index b = ([group,] t, tile_m, tile_n) striding over `blocks`;
 // init_code < 0: no init. seg 0: no segments (perm, starts, tstarts unread);
 // 1 Rows: tiles_m the bound of a batch index's tiles, perm [nbatch][n = rows]
@@ -235,6 +330,8 @@ __device__ __forceinline__ void nxk_cm_step(typename NxkMmaKind<KIND>::Acc (*acc
 // scaled (KIND 0 and 1, seg 0): bit 1 a's Exponent scale sa, bit 2 b's sb;
 // smap: six offsets (words from smap) of the scale maps of a's batch, rows
 // and K, and of b's batch, K and columns, then the maps.
+// a_mode, b_mode: each side's staging (0 code by code, 1 and 2 by runs, see
+// nxk_cm_stage_runs; taken as 0 where the buffer is not 16-byte aligned).
 // Dynamic shared memory: two tiles of 64 rows of the row stride, then the
 // scale codes [64 rows of a, 64 columns of b][4 runs].
 template <int KIND>
@@ -248,7 +345,7 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
                  const nxk_i64* __restrict__ starts, const nxk_i64* __restrict__ tstarts, nxk_i64 n,
                  nxk_i64 groups, nxk_i64 b_g, nxk_i64 d_g, nxk_i64 i_g,
                  int a_code, int b_code, int scaled, const char* sa, const char* sb,
-                 const nxk_i64* __restrict__ smap)
+                 const nxk_i64* __restrict__ smap, int a_mode, int b_mode)
 {
     typedef typename NxkMmaKind<KIND>::E E;
     typedef typename NxkMmaKind<KIND>::Acc Acc;
@@ -264,6 +361,8 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
     const int kx = tid % 32;   // the k this thread stages
     const int ry = tid / 32;   // its staged rows and columns ry + 4m
     const nxk_i64 per = tiles_m * tiles_n;
+    if (((unsigned long long)a & 15ull) != 0) a_mode = 0;   // runs need 16-byte aligned buffers
+    if (((unsigned long long)b & 15ull) != 0) b_mode = 0;
     for (nxk_i64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
         const nxk_i64 tb = (blk / per) % nbatch;
         const nxk_i64 rem = blk % per;
@@ -303,6 +402,8 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
             ap[m] = r >= 0 ? bp[0] + nxk_cm_first(rw, r) : -1;
             bq[m] = c < cols ? bp[1] + nxk_cm_first(cw, c) : -1;
         }
+        const NxkCmRuns aruns = nxk_cm_runs<E>(a_mode, rw, bp[0], seg == 1, pt, r0, rend, tid);
+        const NxkCmRuns bruns = nxk_cm_runs<E>(b_mode, cw, bp[1], 0, pt, c0, cols, tid);
         Acc acc[2][4][4];
 #pragma unroll
         for (int mi = 0; mi < 2; ++mi)
@@ -313,14 +414,20 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
         for (nxk_i64 k0 = 0; k0 < kn; k0 += NXK_CM_KS) {
             const nxk_i64 k = k0 + kx;
             nxk_i64 kp[2] = {0, 0};
-            if (k < kn) nxk_walk<2>(kw, seg == 2 ? pt[kb + k] : k, kp);
+            if (k < kn && (a_mode == 0 || b_mode == 0)) nxk_walk<2>(kw, seg == 2 ? pt[kb + k] : k, kp);
             for (int m = 0; m < 16; ++m) {
                 E va = 0, vb = 0;
-                if (k < kn && ap[m] >= 0) nxk_cm_ld(&va, a_code, KIND == 0, a, ap[m] + kp[0]);
-                if (k < kn && bq[m] >= 0) nxk_cm_ld(&vb, b_code, KIND == 0, b, bq[m] + kp[1]);
-                *(E*)(as + (ry + 4 * m) * stride + kx * (int)sizeof(E)) = va;
-                *(E*)(bs + (ry + 4 * m) * stride + kx * (int)sizeof(E)) = vb;
+                if (a_mode == 0) {
+                    if (k < kn && ap[m] >= 0) nxk_cm_ld(&va, a_code, KIND == 0, a, ap[m] + kp[0]);
+                    *(E*)(as + (ry + 4 * m) * stride + kx * (int)sizeof(E)) = va;
+                }
+                if (b_mode == 0) {
+                    if (k < kn && bq[m] >= 0) nxk_cm_ld(&vb, b_code, KIND == 0, b, bq[m] + kp[1]);
+                    *(E*)(bs + (ry + 4 * m) * stride + kx * (int)sizeof(E)) = vb;
+                }
             }
+            if (a_mode != 0) nxk_cm_stage_runs<E>(as, stride, a_mode, aruns, a, 0, kw, rw, bp[0], r0, rend, k0, kn, tid);
+            if (b_mode != 0) nxk_cm_stage_runs<E>(bs, stride, b_mode, bruns, b, 1, kw, cw, bp[1], c0, cols, k0, kn, tid);
             if (scaled && kx % 8 == 0) {
                 // The codes of the run of 8 from k (its scale block, the host
                 // checked, is k's): 127 (a factor 1) past K or the extents.

@@ -20,10 +20,12 @@ import pytest
 from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
+from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import gamma, unit_roundoff
-from nxkernel_core.layout import Permute
+from nxkernel_core.layout import Permute, Range, Slice
 from nxkernel_cuda import contract_mma, contraction
+from nxkernel_cuda.contract_simt import problem
 from nxkernel_cuda.device import CudaRig, EmuDevice
 from nxkernel_cuda.library import LIBRARY
 
@@ -189,3 +191,41 @@ def test_no_products_keep_inits_bits(dev: CudaRig) -> None:
     z, zb = D.of_float(D.bfloat16, np.zeros((1, 0))), D.of_float(D.bfloat16, np.zeros((0, 2)))
     answer, (got,) = run(spec, [on(dev, z, D.bfloat16), on(dev, zb, D.bfloat16), on(dev, init)], [D.float32])
     assert answer is Answer.DONE and same_bits(got, init, D.float32)
+
+
+def _through(dev: CudaRig, values: Arr, dt: Dtype, buffer: tuple[int, int], transposed: bool,
+             offset: int = 0) -> Array:
+    """``values`` [m, n] on ``dev`` in a row-major buffer of ``buffer`` (its
+    [m, n] corner, from element ``offset`` of its first row), or of the
+    transpose's shape, viewed transposed."""
+    m, n = values.shape
+    rows, cols = (n, m) if transposed else (m, n)
+    view = Array.empty(dt, buffer, dev).view(Slice((Range(0, rows, 1), Range(offset, cols, 1))))
+    if transposed:
+        view = view.view(Permute((1, 0)))
+    view.write_numpy(values)
+    return view
+
+
+def test_staging_by_runs_gives_the_code_by_code_bits(emu: EmuDevice) -> None:
+    """a and b read by 16-byte runs along K (mode 1) or along rows and columns
+    (mode 2), with partial runs at K's, the rows' and the columns' ends, give
+    the bits of the stated model, as code-by-code staging (a misaligned view)
+    does."""
+    dt, m, k, n = D.bfloat16, 70, 43, 70
+    ha, hb = _narrow(dt, (m, k), 31), _narrow(dt, (k, n), 32)
+    spec = S.Contract((), ((1, 0),), D.float32)
+    want = _model(ha, hb, None)
+    layouts = {  # name: (a, b, a's mode, b's mode)
+        "K runs": (_through(emu, ha, dt, (m, 48), False), _through(emu, hb, dt, (n, 48), True), 1, 1),
+        "line runs": (_through(emu, ha, dt, (k, 72), True), _through(emu, hb, dt, (k, 72), False), 2, 2),
+        "code by code": (_through(emu, ha, dt, (m, 48), False, offset=1),
+                         _through(emu, hb, dt, (n, 48), True, offset=3), 0, 0),
+    }
+    pr = problem(spec, layouts["K runs"][0], layouts["K runs"][1])
+    for name, (a, b, mode_a, mode_b) in layouts.items():
+        assert contract_mma.run_mode(a, 0, pr.con_a, pr.free_a, pr.batch_a, True) == mode_a, name
+        assert contract_mma.run_mode(b, 0, pr.con_b, pr.free_b, pr.batch_b, True) == mode_b, name
+        answer, (got,) = run(spec, [a, b], [D.float32])
+        assert answer is Answer.DONE
+        assert same_bits(got, want, D.float32), name
