@@ -666,12 +666,27 @@ inline int run_grid(Body body, void* ctx, const unsigned* grid, const unsigned* 
     fegetenv(&saved);
     fesetenv(FE_DFL_ENV);
     int status = 0;
+    // The bytes past the launch's dynamic shared memory hold a guard pattern
+    // that a block must leave alone: a GPU has no memory there, so a kernel
+    // that writes past what its launch asked for faults here too.
+    unsigned char* dyn = nxemu_dynamic_shared_base();
+    const unsigned long cap = nxemu_dynamic_shared_capacity();
+    const unsigned long guard = cap - shared < 4096ul ? cap - shared : 4096ul;
     for (unsigned z = 0; z < grid[2] && status == 0; ++z)
         for (unsigned y = 0; y < grid[1] && status == 0; ++y)
             for (unsigned x = 0; x < grid[0] && status == 0; ++x) {
                 s.block_idx = uint3{x, y, z};
-                if (shared > 0) std::memset(nxemu_dynamic_shared_base(), 0xFF, shared);
+                if (shared > 0) std::memset(dyn, 0xFF, shared);
+                std::memset(dyn + shared, 0xA5, guard);
                 status = run_block(s, n);
+                for (unsigned long i = 0; i < guard && status == 0; ++i)
+                    if (dyn[shared + i] != 0xA5) {
+                        snprintf(s.message, sizeof s.message,
+                                 "block (%u,%u,%u) wrote byte %lu of dynamic shared memory, past the %lu bytes its "
+                                 "launch asked for",
+                                 x, y, z, shared + i, shared);
+                        status = 1;
+                    }
             }
     fesetenv(&saved);
     s.current = nullptr;

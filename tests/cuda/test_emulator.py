@@ -36,6 +36,17 @@ def test_barrier_and_dynamic_shared_memory(emu: EmuDevice, probe_source: Source)
     assert np.array_equal(out.to_numpy(), x.reshape(3, 96)[:, ::-1].reshape(-1))
 
 
+def test_a_write_past_the_launchs_dynamic_shared_memory_faults(emu: EmuDevice, probe_source: Source) -> None:
+    """A block that writes past the dynamic shared memory its launch asked for
+    (96 ints into 64 ints' room) faults, as it would on a GPU, instead of
+    writing into the emulator's spare room."""
+    x = np.arange(96, dtype=np.int32)
+    _xs, xp = _on(emu, x)
+    _out, op = _zeros(emu, x.size)
+    with pytest.raises(Lost, match=r"wrote byte 256 of dynamic shared memory, past the 256 bytes"):
+        emu.load(probe_source).function("probe_reverse")(1, 96, [op, xp], shared_bytes=64 * 4)
+
+
 def test_extern_shared_names_alias_one_array(emu: EmuDevice, probe_source: Source) -> None:
     out, op = _zeros(emu, 2, np.float32)
     emu.load(probe_source).function("probe_dynamic_floats")(2, 64, [op, np.int32(64)], shared_bytes=256)
