@@ -363,6 +363,7 @@ nxk_attention(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ units, 
                     const nxk_i64 key = t0 + j;
                     hid[c] = true;
                     if (row < tq && j < n && kbase[j] >= 0) {
+                        const nxk_i64 hj = 0;  // one query head a unit
                         const A in0 = scale * s[i][c];
 ${loads}
                         nxk_u8 seen;
@@ -491,12 +492,25 @@ def _offsets(a: Array, lead: tuple[int, ...], axes: Sequence[int], idx: np.ndarr
 @final
 @dataclass(frozen=True, slots=True)
 class Kernel:
-    """The kernel a call launches: its source, name, tiles and shared memory."""
+    """The kernel a call launches: its source, name, tiles and shared memory;
+    ``packs``, whether a unit may hold several query heads of one key head
+    (the tensor-core kernel's ``pack`` argument)."""
 
     source: Source
     name: str
     tiles: Tiles
     shared_bytes: int
+    packs: bool = False
+
+    def pack(self, group: int, tq: int) -> int:
+        """Query heads a unit holds: all ``group`` heads of a key head where
+        the kernel packs and their rows fit one row tile (decode shapes of
+        grouped heads read each key tile once for the group), else 1."""
+        return group if self.packs and group > 1 and group * tq <= self.tiles.bm else 1
+
+    def extra_args(self, pack: int) -> list[Arg]:
+        """The arguments after tk that this kernel takes (the pack)."""
+        return [np.int64(pack)] if self.packs else []
 
 
 def kernel_for(dev: CudaRig, spec: S.Attention, operands: Sequence[Array], loads: Sequence[Dtype]) -> Kernel:
@@ -510,93 +524,131 @@ def kernel_for(dev: CudaRig, spec: S.Attention, operands: Sequence[Array], loads
         keys = attention_mma.tile_keys(dk, dv)
         assert keys is not None
         return Kernel(attention_mma.attention_mma_source(spec.prog, tuple(loads), q, dk, dv, keys, paged),
-                      attention_mma.KERNEL, Tiles(16, keys), attention_mma.shared_bytes(keys, dk, dv))
+                      attention_mma.KERNEL, Tiles(16, keys), attention_mma.shared_bytes(keys, dk, dv), True)
     tiles = tiles_for(dk, dv, spec.acc)
     assert tiles is not None
     return Kernel(attention_source(spec.prog, tuple(loads), q, k, v, spec.acc, dk, dv, tiles, paged), KERNEL,
                   tiles, shared_bytes(tiles, dk, dv, spec.acc))
 
 
-def _launch(dev: CudaRig, spec: S.Attention, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
-    """Queue the attention kernel (and the combine, where the keys are split)."""
+@final
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """An attention call's arrays and extents, as the launch reads them."""
+
+    q: Array
+    k: Array
+    v: Array
+    o: Array
+    lse: Array
+    table: Array | None
+    lengths: Array | None
+    loads: list[Array]
+    lead: tuple[int, ...]
+    hq: int
+    hk: int
+    tq: int
+    tk: int
+    page: int
+    pages: int
+
+
+def _call_of(spec: S.Attention, dsts: Sequence[Array], operands: Sequence[Array]) -> _Call:
     paged = isinstance(spec.kv, S.Paged)
     n_kv = 4 if paged else 3
     q, k, v = operands[:3]
     table = operands[3] if paged else None
-    lengths = operands[n_kv] if spec.lengths else None
-    loads = list(operands[n_kv + spec.lengths:])
-    o, lse = dsts
-    lead = tuple(q.shape[:-3])
-    nl = len(lead)
     hq, tq = q.shape[-3:-1]
-    dv = v.shape[-1]
-    if paged:
-        assert table is not None
+    if table is not None:
         hk, page, pages, tk = k.shape[1], k.shape[2], k.shape[0], table.shape[-1] * k.shape[2]
     else:
         hk, page, pages, tk = k.shape[-3], 1, 0, k.shape[-2]
-    n_units = math.prod(lead) * hq
-    if n_units * tq == 0:
-        return
-    group = hq // hk
-    lead_idx = np.asarray(list(np.ndindex(*lead)), dtype=np.int64).reshape(math.prod(lead), nl)
-    b_idx = np.repeat(lead_idx, hq, axis=0)  # unit = b * hq + h
-    heads = np.tile(np.arange(hq, dtype=np.int64), max(len(lead_idx), 1))
+    return _Call(q, k, v, dsts[0], dsts[1], table, operands[n_kv] if spec.lengths else None,
+                 list(operands[n_kv + spec.lengths:]), tuple(q.shape[:-3]), hq, hk, tq, tk, page, pages)
+
+
+def _units(spec: S.Attention, c: _Call, pack: int) -> np.ndarray:
+    """The units' descriptor words ([units, words], NXK_ATTN_U_* then the
+    loads' and the extra Coord axes' words): a unit per (lead index, group of
+    ``pack`` consecutive query heads sharing a key head), its words at the
+    group's first head, unit = b · (hq / pack) + h / pack."""
+    nl = len(c.lead)
+    lead_idx = np.asarray(list(np.ndindex(*c.lead)), dtype=np.int64).reshape(math.prod(c.lead), nl)
+    per = c.hq // pack
+    b_idx = np.repeat(lead_idx, per, axis=0)
+    heads = np.tile(np.arange(0, c.hq, pack, dtype=np.int64), max(len(lead_idx), 1))
+    kv_heads = heads // (c.hq // c.hk)
+    n = len(heads)
     lax = list(range(nl))
-    cols = [_offsets(q, lead, lax, b_idx) + heads * q.layout.strides[nl],
-            _offsets(o, lead, lax, b_idx) + heads * o.layout.strides[nl],
-            _offsets(lse, lead, lax, b_idx) + heads * lse.layout.strides[nl]]
-    if paged:
-        assert table is not None
-        cols += [k.layout.offset + (heads // group) * k.layout.strides[1],
-                 v.layout.offset + (heads // group) * v.layout.strides[1]]
+    cols = [_offsets(a, c.lead, lax, b_idx) + heads * a.layout.strides[nl] for a in (c.q, c.o, c.lse)]
+    if c.table is not None:
+        cols += [a.layout.offset + kv_heads * a.layout.strides[1] for a in (c.k, c.v)]
     else:
-        cols += [_offsets(k, lead, lax, b_idx) + (heads // group) * k.layout.strides[nl],
-                 _offsets(v, lead, lax, b_idx) + (heads // group) * v.layout.strides[nl]]
-    cols.append(_offsets(lengths, lead, lax, b_idx) if lengths is not None else np.full(n_units, -1))
-    cols.append(_offsets(table, lead, lax, b_idx) if table is not None else np.zeros(n_units, np.int64))
-    cols += [_offsets(a, lead, lax, b_idx) + heads * a.layout.strides[nl] for a in loads]
+        cols += [_offsets(a, c.lead, lax, b_idx) + kv_heads * a.layout.strides[nl] for a in (c.k, c.v)]
+    cols.append(_offsets(c.lengths, c.lead, lax, b_idx) if c.lengths is not None else np.full(n, -1))
+    cols.append(_offsets(c.table, c.lead, lax, b_idx) if c.table is not None else np.zeros(n, np.int64))
+    cols += [_offsets(a, c.lead, lax, b_idx) + heads * a.layout.strides[nl] for a in c.loads]
     for axis in (a for a in codegen.coord_axes(spec.prog) if a >= 2):
         cols.append(heads if axis == 2 else b_idx[:, nl - (axis - 2)])
-    units = np.stack([np.asarray(c, dtype=np.int64) for c in cols], axis=1)
+    return np.stack([np.asarray(x, dtype=np.int64) for x in cols], axis=1)
+
+
+def _strides(c: _Call) -> list[int]:
+    """The strides' words (NXK_ATTN_G_*, then each load's row, key and head strides)."""
+    nl = len(c.lead)
+    q, k, v, o, lse = c.q, c.k, c.v, c.o, c.lse
     g = [q.layout.strides[-2], q.layout.strides[-1], o.layout.strides[-2], o.layout.strides[-1],
          lse.layout.strides[-1]]
-    if paged:
-        assert table is not None
+    if c.table is not None:
         g += [k.layout.strides[2], k.layout.strides[3], v.layout.strides[2], v.layout.strides[3],
-              k.layout.strides[0], v.layout.strides[0], table.layout.strides[-1]]
+              k.layout.strides[0], v.layout.strides[0], c.table.layout.strides[-1]]
     else:
         g += [k.layout.strides[-2], k.layout.strides[-1], v.layout.strides[-2], v.layout.strides[-1], 0, 0, 0]
-    for a in loads:
-        g += [a.layout.strides[-2], a.layout.strides[-1]]
-    g_ptr = loops.upload(dev, g)
-    u_ptr = loops.upload(dev, units.reshape(-1).tolist())
-    kernel = kernel_for(dev, spec, operands, [a.dtype for a in loads])
+    g += [q.layout.strides[nl], o.layout.strides[nl], lse.layout.strides[nl]]
+    for a in c.loads:
+        g += [a.layout.strides[-2], a.layout.strides[-1], a.layout.strides[nl]]
+    return g
+
+
+def _launch(dev: CudaRig, spec: S.Attention, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """Queue the attention kernel (and the combine, where the keys are split)."""
+    c = _call_of(spec, dsts, operands)
+    n_units = math.prod(c.lead) * c.hq
+    if n_units * c.tq == 0:
+        return
+    dv = c.v.shape[-1]
+    kernel = kernel_for(dev, spec, operands, [a.dtype for a in c.loads])
     tiles = kernel.tiles
-    row_tiles = -(-tq // tiles.bm)
-    nsplit, per = splits(n_units, row_tiles, tk, tiles)
-    blocks = n_units * row_tiles * nsplit
+    pack = kernel.pack(c.hq // c.hk, c.tq)
+    g_ptr = loops.upload(dev, _strides(c))
+    units = _units(spec, c, 1)
+    u_ptr = loops.upload(dev, units.reshape(-1).tolist())
+    pu_ptr = u_ptr if pack == 1 else loops.upload(dev, _units(spec, c, pack).reshape(-1).tolist())
+    row_tiles = -(-(pack * c.tq) // tiles.bm)
+    nsplit, per = splits(n_units // pack, row_tiles, c.tk, tiles)
+    blocks = n_units // pack * row_tiles * nsplit
     limit = key_limit(spec.prog)
-    lim = 0 if limit is None else max(-(tq + 1), min(limit, tk))
+    lim = 0 if limit is None else max(-(c.tq + 1), min(limit, c.tk))
     acc_bytes = spec.acc.itemsize
-    part_buf, part = (loops.scratch(dev, n_units * tq * nsplit * (dv + 2) * acc_bytes) if nsplit > 1
-                      else (None, loops.base(dev, lse)))
+    part_buf, part = (loops.scratch(dev, n_units * c.tq * nsplit * (dv + 2) * acc_bytes) if nsplit > 1
+                      else (None, loops.base(dev, c.lse)))
     base = loops.base
     args: list[Arg] = [
-        g_ptr, u_ptr, np.int64(blocks), np.int64(row_tiles), np.int64(nsplit), np.int64(per), np.int64(tq),
-        np.int64(tk), np.int64(page), np.int64(pages), np.int64(limit is not None), np.int64(lim),
-        np.float64(spec.scale), np.int32(o.dtype.code), base(dev, q), base(dev, k), base(dev, v),
-        base(dev, table if table is not None else q), base(dev, lengths if lengths is not None else q),
-        *(base(dev, a) for a in loads), base(dev, o), base(dev, lse), part]
+        g_ptr, pu_ptr, np.int64(blocks), np.int64(row_tiles), np.int64(nsplit), np.int64(per), np.int64(c.tq),
+        np.int64(c.tk), *kernel.extra_args(pack), np.int64(c.page), np.int64(c.pages),
+        np.int64(limit is not None), np.int64(lim), np.float64(spec.scale), np.int32(c.o.dtype.code),
+        base(dev, c.q), base(dev, c.k), base(dev, c.v), base(dev, c.table if c.table is not None else c.q),
+        base(dev, c.lengths if c.lengths is not None else c.q), *(base(dev, a) for a in c.loads),
+        base(dev, c.o), base(dev, c.lse), part]
     dev.load(kernel.source).function(kernel.name)((min(blocks, loops.MAX_BLOCKS),), (THREADS,), args,
                                                   shared_bytes=kernel.shared_bytes)
     if nsplit > 1:
-        n = n_units * tq * (dv + 1)
+        n = n_units * c.tq * (dv + 1)
         ctype = "float" if spec.acc is D.float32 else "double"
         dev.load(combine_source()).function(f"nxk_attn_combine<{ctype}>")(
             (loops.blocks_for(n),), (loops.THREADS,),
-            [g_ptr, u_ptr, np.int64(units.shape[1]), np.int64(tq), np.int64(dv), np.int64(nsplit),
-             np.int64(n), np.int32(o.dtype.code), part, base(dev, o), base(dev, lse)])
+            [g_ptr, u_ptr, np.int64(units.shape[1]), np.int64(c.tq), np.int64(dv), np.int64(nsplit),
+             np.int64(n), np.int32(c.o.dtype.code), part, base(dev, c.o), base(dev, c.lse)])
     del part_buf  # held until both launches are queued
 
 
@@ -656,7 +708,9 @@ PROSE: Final = (
     "fused flash attention (FlashAttention-2 style, online softmax, 4 warps a block, key tiles streamed "
     "through shared memory). Tensor cores (mma.sync m16n8k8, sm_80 and later, cuda-emu included) where q, "
     "k and v are all bfloat16 or all float16 into a float32 accumulator with dk, dv ≤ 256 and tiles within "
-    "48 KiB (64 query rows a block, key tiles of 64 keys, or 32 where 64 do not fit); SIMT otherwise "
+    "48 KiB (64 query rows a block, key tiles of 64 keys, or 32 where 64 do not fit; the query heads "
+    "sharing a key head packed into one block where their rows fit it, so decode shapes read each key "
+    "tile once for the group); SIMT otherwise "
     "(a tile of 4R query rows, key tiles of 32 or 64 keys). Both: Dense keys and values of any layout or "
     "Paged pools through a table (an entry outside [0, pages) hides its keys, never read), hk dividing hq "
     "(grouped and multi-query heads), lengths per lead index (keys past the length never read), any "

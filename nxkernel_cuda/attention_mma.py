@@ -12,7 +12,12 @@ function of dtypes, device model and head dimensions alone.
 Rules (beyond the SIMT kernel's, which hold here too: the program, hidden
 keys never read, splits, the causal skip, the special rows):
 
-* A block of 4 warps owns 64 query rows, warp w rows ``16w`` to ``16w + 15``;
+* A unit is one lead index and one query head, or, where the group of query
+  heads reading a key head has rows that fit one row tile (group·tq ≤ 64:
+  decode shapes), the whole group, its rows head by head, so that each key
+  tile is read once for the group (the pack, ``Kernel.pack``); a row's
+  query head and query row drive its q, o, lse, loads and Coord nodes.
+* A block of 4 warps owns 64 rows of a unit, warp w rows ``16w`` to ``16w + 15``;
   key tiles of BN = 64 keys (32 where 64 do not fit) are staged in shared
   memory as their 16-bit codes (k as [key][d], v transposed as [d][key]),
   dk and dv padded with +0 to multiples of 8 (8 codes a 16-byte load where
@@ -147,7 +152,8 @@ __device__ __forceinline__ uint4 nxk_attn_row8(const char* b, nxk_i64 p, nxk_i64
 extern "C" __global__ void __launch_bounds__(128)
 nxk_attention_mma(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ units, nxk_i64 blocks,
                   nxk_i64 row_tiles, nxk_i64 nsplit, nxk_i64 split_keys, nxk_i64 tq, nxk_i64 tk,
-                  nxk_i64 page, nxk_i64 pages, nxk_i64 limited, nxk_i64 limit, double scale_in, int o_code,
+                  nxk_i64 pack, nxk_i64 page, nxk_i64 pages, nxk_i64 limited, nxk_i64 limit, double scale_in,
+                  int o_code,
                   const char* q, const char* k, const char* v, const char* table, const char* lengths,
                   ${load_params}char* o, char* lse, A* part)
 {
@@ -159,6 +165,7 @@ nxk_attention_mma(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ uni
     const A scale = (A)scale_in;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int gq = lane >> 2, tq4 = lane & 3;
+    const nxk_i64 rows = pack * tq;  // a unit's rows: row rho is query row rho % tq of head rho / tq
     for (nxk_i64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
         const nxk_i64 sp = blk % nsplit;
         const nxk_i64 rt = (blk / nsplit) % row_tiles;
@@ -166,14 +173,16 @@ nxk_attention_mma(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ uni
         const nxk_i64* u = units + unit * NXK_WORDS;
         const nxk_i64 r0 = rt * NXK_BM;
         nxk_i64 kb, ke;
-        nxk_attn_key_range(lengths, u[NXK_ATTN_U_LEN], tk, sp, split_keys, r0, NXK_BM, tq, limited, limit,
-                           &kb, &ke);
+        // Packed heads (a unit's rows in one tile) read the keys of every query row.
+        nxk_attn_key_range(lengths, u[NXK_ATTN_U_LEN], tk, sp, split_keys, pack > 1 ? 0 : r0,
+                           pack > 1 ? tq : NXK_BM, tq, limited, limit, &kb, &ke);
         __syncthreads();  // the previous item's tiles are read
         if constexpr (NXK_KS > 0) {
             for (int i = tid; i < NXK_BM * NXK_KS; i += blockDim.x) {
                 const int r = i / NXK_KS, d0 = 8 * (i % NXK_KS);
-                const nxk_i64 row = r0 + r;
-                const nxk_i64 p = row < tq ? u[NXK_ATTN_U_Q] + row * g[NXK_ATTN_G_Q_ROW] : -1;
+                const nxk_i64 rho = r0 + r;
+                const nxk_i64 p = rho < rows ? u[NXK_ATTN_U_Q] + (rho / tq) * g[NXK_ATTN_G_Q_HEAD]
+                                                   + (rho % tq) * g[NXK_ATTN_G_Q_ROW] : -1;
                 *(uint4*)(qs + r * NXK_LD + d0) = nxk_attn_row8(q, p, g[NXK_ATTN_G_Q_D], d0, NXK_DK);
             }
         }
@@ -243,10 +252,11 @@ nxk_attention_mma(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ uni
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int h = e >> 1, j = nt * 8 + 2 * tq4 + (e & 1);
-                    const nxk_i64 row = r0 + warp * 16 + gq + 8 * h;
+                    const nxk_i64 rho = r0 + warp * 16 + gq + 8 * h;
                     const nxk_i64 key = t0 + j;
                     hid[nt][e] = true;
-                    if (row < tq && j < n && kbase[j] >= 0) {
+                    if (rho < rows && j < n && kbase[j] >= 0) {
+                        const nxk_i64 hj = rho / tq, row = rho % tq;
                         const A in0 = scale * s[nt][e];
 ${loads}
                         nxk_u8 seen;
@@ -305,23 +315,25 @@ ${loads}
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const nxk_i64 row = r0 + warp * 16 + gq + 8 * h;
-            if (row >= tq) continue;
+            const nxk_i64 rho = r0 + warp * 16 + gq + 8 * h;
+            if (rho >= rows) continue;
+            const nxk_i64 hj = rho / tq, row = rho % tq;
             if (nsplit == 1) {
 #pragma unroll
                 for (int c = 0; c < NXK_VT; ++c)
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
                         const int col = c * 8 + 2 * tq4 + e;
-                        const nxk_i64 at = u[NXK_ATTN_U_O] + row * g[NXK_ATTN_G_O_ROW]
-                                           + col * g[NXK_ATTN_G_O_D];
+                        const nxk_i64 at = u[NXK_ATTN_U_O] + hj * g[NXK_ATTN_G_O_HEAD]
+                                           + row * g[NXK_ATTN_G_O_ROW] + col * g[NXK_ATTN_G_O_D];
                         if (col < NXK_DV)
                             nxk_store_float(o_code, o, at, (double)nxk_attn_o(m[h], l[h], ov[c][2 * h + e]));
                     }
-                const nxk_i64 at = u[NXK_ATTN_U_LSE] + row * g[NXK_ATTN_G_LSE_ROW];
+                const nxk_i64 at = u[NXK_ATTN_U_LSE] + hj * g[NXK_ATTN_G_LSE_HEAD]
+                                   + row * g[NXK_ATTN_G_LSE_ROW];
                 if (tq4 == 0) nxk_attn_st(lse, at, nxk_attn_lse_of(m[h], l[h]));
             } else {
-                A* st = part + ((unit * tq + row) * nsplit + sp) * (NXK_DV + 2);
+                A* st = part + (((unit * pack + hj) * tq + row) * nsplit + sp) * (NXK_DV + 2);
                 if (tq4 == 0) {
                     st[0] = m[h];
                     st[1] = l[h];

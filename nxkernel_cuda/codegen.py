@@ -621,21 +621,25 @@ ATTN_WORDS_FIXED: Final = 7
 
 def pair_loads(prog: Prog, loads: Sequence[Dtype], indent: int) -> tuple[str, str, int]:
     """What the attention kernels generate of a pair's program evaluation, at
-    variables ``row`` and ``key``: the statements loading ``in<1+i>`` (load i
-    from ``a<i>`` at its unit word plus row and key strides), ``nxk_eval``'s
+    variables ``row`` (the query row), ``key`` and ``hj`` (the query head
+    past the unit's first): the statements loading ``in<1+i>`` (load i from
+    ``a<i>`` at its unit word plus row, key and head strides), ``nxk_eval``'s
     operand list after the score (loads, then Coord arguments: key for axis
-    0, row for 1, the unit's words after the loads for the head and lead
-    axes), and the unit descriptor's word count (pure)."""
+    0, row for 1, the unit's words after the loads for the head, plus hj, and
+    the lead axes), and the unit descriptor's word count (pure)."""
     pad = " " * indent
     lines = []
     for i, dt in enumerate(loads):
-        pos = (f"u[NXK_ATTN_WORDS_FIXED + {i}] + row * g[NXK_ATTN_G_FIXED + {2 * i}]"
-               f" + key * g[NXK_ATTN_G_FIXED + {2 * i + 1}]")
+        at = f"NXK_ATTN_G_FIXED + {3 * i}"
+        pos = (f"u[NXK_ATTN_WORDS_FIXED + {i}] + row * g[{at}] + key * g[{at} + 1]"
+               f" + hj * g[{at} + 2]")
         lines.append(f"{pad}const {scalar(dt).ctype} in{i + 1} = {load_expr(dt, f'a{i}', pos)};")
     axes = coord_axes(prog)
     extra = [a for a in axes if a >= 2]
     coord = {0: "key", 1: "row"}
     coord.update({a: f"u[NXK_ATTN_WORDS_FIXED + {len(loads) + j}]" for j, a in enumerate(extra)})
+    if 2 in coord:
+        coord[2] = f"{coord[2]} + hj"
     nargs = "".join(f"in{i + 1}, " for i in range(len(loads))) + "".join(f"{coord[a]}, " for a in axes)
     return "\n".join(lines), nargs, ATTN_WORDS_FIXED + len(loads) + len(extra)
 

@@ -148,7 +148,9 @@ NXK_ATTN_DEV void nxk_attn_st(char* p, nxk_i64 pos, double x) { nxk_st_f64(p, po
 #define NXK_ATTN_U_LEN 5
 #define NXK_ATTN_U_TABLE 6
 #define NXK_ATTN_WORDS_FIXED 7
-// The strides' words (`g`), in elements.
+// The strides' words (`g`), in elements: rows, elements, keys, pages, and
+// query heads (a unit of packed heads, attention_mma); then per load its
+// strides along rows, keys and query heads.
 #define NXK_ATTN_G_Q_ROW 0
 #define NXK_ATTN_G_Q_D 1
 #define NXK_ATTN_G_O_ROW 2
@@ -161,7 +163,10 @@ NXK_ATTN_DEV void nxk_attn_st(char* p, nxk_i64 pos, double x) { nxk_st_f64(p, po
 #define NXK_ATTN_G_K_PAGE 9
 #define NXK_ATTN_G_V_PAGE 10
 #define NXK_ATTN_G_TABLE 11
-#define NXK_ATTN_G_FIXED 12
+#define NXK_ATTN_G_Q_HEAD 12
+#define NXK_ATTN_G_O_HEAD 13
+#define NXK_ATTN_G_LSE_HEAD 14
+#define NXK_ATTN_G_FIXED 15
 
 // The keys [*kb, *ke) a block of rows [r0, r0 + bm) reads in split sp: the
 // split's keys, cut at the unit's length (lengths at word len_at, < 0: no

@@ -478,3 +478,25 @@ def test_tensor_cores_read_any_layout_in_place_with_the_same_bits(dev: CudaRig, 
     lse = Array.empty(D.float32, q.shape[:-1], dev)
     assert LIBRARY.attention(case.spec, [o, lse], ops) is Answer.DONE
     assert same_bits(o.to_numpy(), o_c, D.bfloat16) and same_bits(lse.to_numpy(), lse_c, D.float32)
+
+
+def test_tensor_cores_pack_the_query_heads_of_a_key_head(dev: CudaRig) -> None:
+    """Grouped heads whose rows fit one row tile (decode shapes) share a unit:
+    each key tile is read once for the group. A program reading the query
+    row, the key and the head (Coord 1, 0, 2) sees each row's own head and
+    query row: key ≤ row + 1 visible, logit score + head."""
+    acc, dt = D.float32, D.bfloat16
+    case = _case(np.random.default_rng(23), acc=acc, dt=dt, lead=(2,), hq=4, hk=1, tq=3, tk=40, dk=16, dv=8,
+                 prog="all", lengths=True)
+    b = Prog.build([acc])
+    visible = b.less_equal(b.coord(0), b.coord(1) + b.const(D.int64, 1))
+    prog = b.finish(visible, b.ins[0] + b.cast(b.coord(2), acc))
+    case.spec = S.Attention(prog, (), case.spec.scale, acc, S.Dense(), True)
+    rows, keys = np.arange(3)[:, None], np.arange(40)[None, :]
+    case.visible = case.visible & (keys <= rows + 1)
+    case.logits = case.score + np.arange(4)[:, None, None]
+    ops = [on(dev, a, t) for a, t in zip(case.host, case.dtypes, strict=True)]
+    assert attention.kernel_for(dev, case.spec, ops, []).pack(4, 3) == 4
+    answer, o, lse = _call(dev, case)
+    assert answer is Answer.DONE
+    _check(case, o, lse)
