@@ -140,20 +140,6 @@ nxk_contract(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
 #define NXK_CG_AT 21       // offsets: batch, rows, cols, K walks; a's scale maps
                            // (batch, rows, K); b's (batch, K, cols)
 
-// A scale map: [n, base, then n x (div, ext, block, stride)]: index i of a
-// canonical part (its C order) is at scale position
-// base + sum ((i / div) % ext) / block * stride: each axis's index, divided by
-// its block, times the scale's stride (the scale's offset is one map's base).
-__device__ __noinline__ nxk_i64 nxk_cg_scale_at(const nxk_i64* __restrict__ m, nxk_i64 i) {
-    nxk_i64 p = m[1];
-    const nxk_i64 n = m[0];
-    for (nxk_i64 j = 0; j < n; ++j) {
-        const nxk_i64* e = m + 2 + 4 * j;
-        p += nxk_div(nxk_coord(i, e[0], e[1]), e[2]) * e[3];
-    }
-    return p;
-}
-
 // A block scale of kind 1 (Exponent: code e is 2^(e - 127), 255 NaN) or 2
 // (Value, its dtype's code) in the part type P.
 template <class P>
@@ -226,8 +212,8 @@ nxk_contract_gen(const nxk_i64* __restrict__ plan, const char* a, const char* b,
         nxk_walk<3>(cw, c, cp);
         nxk_i64 pa = bp[0] + rp[0], pb = bp[1] + cp[0];
         nxk_i64 psa = 0, psb = 0;
-        if (sak) psa = nxk_cg_scale_at(plan + plan[NXK_CG_AT + 4], t) + nxk_cg_scale_at(plan + plan[NXK_CG_AT + 5], r);
-        if (sbk) psb = nxk_cg_scale_at(plan + plan[NXK_CG_AT + 7], t) + nxk_cg_scale_at(plan + plan[NXK_CG_AT + 9], c);
+        if (sak) psa = nxk_scale_at(plan + plan[NXK_CG_AT + 4], t) + nxk_scale_at(plan + plan[NXK_CG_AT + 5], r);
+        if (sbk) psb = nxk_scale_at(plan + plan[NXK_CG_AT + 7], t) + nxk_scale_at(plan + plan[NXK_CG_AT + 9], c);
         bool none = K == 0;   // an output without products
         if (seg == 1) {
             const nxk_i64 grp = nxk_ld_i64(ids, bp[4] + rp[3]);
@@ -247,12 +233,12 @@ nxk_contract_gen(const nxk_i64* __restrict__ plan, const char* a, const char* b,
             nxk_ct_ldc(&ar, &ai, a_code, a, pa + kp[0]);
             nxk_ct_ldc(&br, &bi, b_code, b, pb + kp[1]);
             if (sak) {
-                const P s = nxk_cg_scale<P>(sak, sac, sa, psa + nxk_cg_scale_at(plan + plan[NXK_CG_AT + 6], k));
+                const P s = nxk_cg_scale<P>(sak, sac, sa, psa + nxk_scale_at(plan + plan[NXK_CG_AT + 6], k));
                 ar = ar * s;
                 ai = ai * s;
             }
             if (sbk) {
-                const P s = nxk_cg_scale<P>(sbk, sbc, sb, psb + nxk_cg_scale_at(plan + plan[NXK_CG_AT + 8], k));
+                const P s = nxk_cg_scale<P>(sbk, sbc, sb, psb + nxk_scale_at(plan + plan[NXK_CG_AT + 8], k));
                 br = br * s;
                 bi = bi * s;
             }

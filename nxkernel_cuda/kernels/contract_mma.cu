@@ -124,19 +124,6 @@ __device__ __forceinline__ float nxk_cm_scale(float d, int ea, int eb) {
     return d * nxk_pow2f(s);
 }
 
-// A scale map (contract_mma.py's scale_map, contract.cu's layout): [n, base,
-// then n x (div, ext, block, stride)]: index i of a canonical part (its C
-// order) is at scale position base + sum ((i / div) % ext) / block * stride.
-__device__ __noinline__ nxk_i64 nxk_cm_scale_at(const nxk_i64* __restrict__ m, nxk_i64 i) {
-    nxk_i64 p = m[1];
-    const nxk_i64 n = m[0];
-    for (nxk_i64 j = 0; j < n; ++j) {
-        const nxk_i64* e = m + 2 + 4 * j;
-        p += nxk_div(nxk_coord(i, e[0], e[1]), e[2]) * e[3];
-    }
-    return p;
-}
-
 // Index i's position in the first array of the three-array walk w.
 __device__ __noinline__ nxk_i64 nxk_cm_first(const nxk_i64* __restrict__ w, nxk_i64 i) {
     nxk_i64 p[3];
@@ -394,8 +381,8 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
         }
         // Positions of the rows of a and columns of b this thread stages (-1: past the extent).
         // Exponent scales: each side's scale position of the batch index.
-        const nxk_i64 sat = scaled & 1 ? nxk_cm_scale_at(smap + smap[0], tb) : 0;
-        const nxk_i64 sbt = scaled & 2 ? nxk_cm_scale_at(smap + smap[3], tb) : 0;
+        const nxk_i64 sat = scaled & 1 ? nxk_scale_at(smap + smap[0], tb) : 0;
+        const nxk_i64 sbt = scaled & 2 ? nxk_scale_at(smap + smap[3], tb) : 0;
         nxk_i64 ap[16], bq[16];
         for (int m = 0; m < 16; ++m) {
             const nxk_i64 r = nxk_cm_row(seg, pt, r0 + ry + 4 * m, rend), c = c0 + ry + 4 * m;
@@ -432,15 +419,15 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
                 // The codes of the run of 8 from k (its scale block, the host
                 // checked, is k's): 127 (a factor 1) past K or the extents.
                 const bool in = k < kn;
-                const nxk_i64 ka = in && (scaled & 1) ? sat + nxk_cm_scale_at(smap + smap[2], k) : 0;
-                const nxk_i64 kb2 = in && (scaled & 2) ? sbt + nxk_cm_scale_at(smap + smap[4], k) : 0;
+                const nxk_i64 ka = in && (scaled & 1) ? sat + nxk_scale_at(smap + smap[2], k) : 0;
+                const nxk_i64 kb2 = in && (scaled & 2) ? sbt + nxk_scale_at(smap + smap[4], k) : 0;
                 for (int m = 0; m < 16; ++m) {
                     const int y = ry + 4 * m;
                     int ea = 127, eb = 127;
                     if (in && (scaled & 1) && ap[m] >= 0)
-                        ea = (int)nxk_ld_u8(sa, ka + nxk_cm_scale_at(smap + smap[1], r0 + y));
+                        ea = (int)nxk_ld_u8(sa, ka + nxk_scale_at(smap + smap[1], r0 + y));
                     if (in && (scaled & 2) && bq[m] >= 0)
-                        eb = (int)nxk_ld_u8(sb, kb2 + nxk_cm_scale_at(smap + smap[5], c0 + y));
+                        eb = (int)nxk_ld_u8(sb, kb2 + nxk_scale_at(smap + smap[5], c0 + y));
                     ss[y * NXK_CM_RUNS + kx / 8] = (unsigned char)ea;
                     ss[(NXK_CM_TM + y) * NXK_CM_RUNS + kx / 8] = (unsigned char)eb;
                 }

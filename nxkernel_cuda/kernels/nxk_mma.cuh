@@ -83,6 +83,21 @@ __device__ __noinline__ void nxk_ct_ldc(P* re, P* im, int c, const char* b, nxk_
     }
 }
 
+// A scale map (contract_simt.py's and contract_mma.py's): [n, base, then n x
+// (div, ext, block, stride)]: index i of a canonical part (its C order) is at
+// scale position
+// base + sum ((i / div) % ext) / block * stride: each axis's index, divided by
+// its block, times the scale's stride (the scale's offset is one map's base).
+__device__ __noinline__ nxk_i64 nxk_scale_at(const nxk_i64* __restrict__ m, nxk_i64 i) {
+    nxk_i64 p = m[1];
+    const nxk_i64 n = m[0];
+    for (nxk_i64 j = 0; j < n; ++j) {
+        const nxk_i64* e = m + 2 + 4 * j;
+        p += nxk_div(nxk_coord(i, e[0], e[1]), e[2]) * e[3];
+    }
+    return p;
+}
+
 // ---------------------------------------------------------------------------
 // The fused multiply-add of each accumulator: x*y + s rounded once (integers
 // wrap modulo 2^64).
