@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,24 @@ GROUPS = 8
 MX_BLOCK = 32
 
 
+def _against_torch_matmul(dev: device.CudaDevice, spec: S.Contract, out: Array, ops: list[Array], ta: Any,
+                          tb: Any) -> tuple[Callable[[], None], Callable[[], Any]]:
+    """The timed pair: nx.cuda's contraction of ``ops`` into ``out`` and
+    PyTorch's matmul of ``ta`` and ``tb``, each followed by a synchronisation."""
+    import torch
+
+    def ours() -> None:
+        assert LIB.contract(spec, [out], ops) is Answer.DONE
+        dev.synchronize()
+
+    def theirs() -> Any:
+        r = torch.matmul(ta, tb)
+        torch.cuda.synchronize()
+        return r
+
+    return ours, theirs
+
+
 def _bf16_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
     """bfloat16 n³ and the grouped GEMM into bfloat16 through a float32
     accumulator, against PyTorch."""
@@ -70,16 +89,7 @@ def _bf16_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, 
     ta = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).cuda()
     tb = torch.from_numpy(b.view(np.int16)).view(torch.bfloat16).cuda()
     spec = S.Contract((), ((1, 0),), D.float32)
-
-    def ours() -> None:
-        assert LIB.contract(spec, [out], [ga, gb]) is Answer.DONE
-        dev.synchronize()
-
-    def theirs() -> Any:
-        r = torch.matmul(ta, tb)
-        torch.cuda.synchronize()
-        return r
-
+    ours, theirs = _against_torch_matmul(dev, spec, out, [ga, gb], ta, tb)
     ours()
     want = theirs().float().cpu().numpy()
     timing.check_close("bench_cuda_gemm: bf16 gemm: nx.cuda and cuBLAS",
@@ -142,16 +152,7 @@ def _mxfp8_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, 
     fb = b.astype(np.float32) * np.exp2(np.repeat(sb.astype(np.float32) - 127, MX_BLOCK, axis=0))
     ta = torch.from_numpy(fa).cuda().to(torch.bfloat16)  # exact: 4 significant bits, in range
     tb = torch.from_numpy(fb).cuda().to(torch.bfloat16)
-
-    def ours() -> None:
-        assert LIB.contract(spec, [out], ops) is Answer.DONE
-        dev.synchronize()
-
-    def theirs() -> Any:
-        r = torch.matmul(ta, tb)
-        torch.cuda.synchronize()
-        return r
-
+    ours, theirs = _against_torch_matmul(dev, spec, out, ops, ta, tb)
     ours()
     timing.check_close("bench_cuda_gemm: MXFP8 gemm: nx.cuda and cuBLAS on dequantised operands",
                        out.to_numpy().astype(np.float32), theirs().float().cpu().numpy(), 2.0**-6, by="norm")
