@@ -4,8 +4,11 @@
 Each row times our kernel, called directly with preallocated destinations,
 and the NumPy ufuncs a careful user would call for the same result (each
 writing into a preallocated array with ``out=``), alternately in one
-process; times are medians. ``ratio`` is NumPy's time over ours. A last row
-times a map of 8 elements: the kernel's per-call overhead.
+process; times are medians. ``ratio`` is NumPy's time over ours. A row
+times a map of 8 elements: the kernel's per-call overhead. The last rows time
+the caller ``nx`` (``nx.add``, ``nx.mul``, ``nx.exp`` of 8 and 1000 elements,
+destinations allocated per call) against the same NumPy ufuncs allocating
+theirs: the whole per-call overhead a user sees, checked bit for bit first.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.timing import check_bits
 from benchmarks.timing import row as _row
 from nxkernel_core import dtype as D
+from nxkernel_core import nx
 from nxkernel_core.array import Array
 from nxkernel_core.prog import Binary, Prog
 from nxkernel_core.spec import PLAIN, Map
@@ -90,5 +95,38 @@ def run(quick: bool) -> list[dict[str, Any]]:
     rows.append(_row("map add, 8 elements (overhead)", 8, "float32",
                      lambda: _MAP(spec, [tiny_dst], tiny),
                      lambda: np.add(tiny_np[0], tiny_np[1], out=tiny_np[2]), repeats * 20))
+    rows += overhead_rows(repeats * 20)
+    return rows
+
+
+def overhead_rows(repeats: int) -> list[dict[str, Any]]:
+    """``nx.add``, ``nx.mul`` and ``nx.exp`` of 8 and 1000 float32 elements
+    against NumPy's ufuncs: the caller's whole per-call cost (checks, a fresh
+    destination, the library's door and kernel). Each pair is checked bit for
+    bit (these kinds are exact or, for exp, within the statement's ulps of
+    NumPy's float32 exp, so exp is checked to 2 float32 ulps) before timing."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for n in (8, 1000):
+        xs = [rng.standard_normal(n).astype(np.float32) for _ in range(2)]
+        a, b = (nx.asarray(v) for v in xs)
+        cases: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
+            ("nx.add (call overhead)", functools.partial(nx.add, a, b),
+             functools.partial(np.add, xs[0], xs[1])),
+            ("nx.mul (call overhead)", functools.partial(nx.mul, a, b),
+             functools.partial(np.multiply, xs[0], xs[1])),
+            ("nx.exp (call overhead)", functools.partial(nx.exp, a),
+             functools.partial(np.exp, xs[0])),
+        ]
+        for name, ours, theirs in cases:
+            got, want = np.asarray(ours().to_numpy()), np.asarray(theirs())
+            if name.startswith("nx.exp"):
+                ulp = np.spacing(np.abs(want))
+                if not np.all(np.abs(got.astype(np.float64) - want) <= 2 * ulp):
+                    raise AssertionError("bench_map: nx.exp: nxkernel and NumPy disagree "
+                                         "(by more than 2 ulps)")
+            else:
+                check_bits(f"bench_map: {name.split()[0]}: nxkernel and NumPy", got, want)
+            rows.append(_row(name, n, "float32", ours, theirs, repeats))
     return rows
 

@@ -4,7 +4,10 @@ logsumexp), side by side in one process.
 Each case times our kernel (called on the host library directly, arrays and
 destinations made beforehand) and NumPy's best equivalent, alternating, and
 reports the medians and ``ratio = numpy_s / ours_s`` (above 1: ours is
-faster). ``python -m benchmarks.bench_reduce [--quick] [--json PATH]``.
+faster). The last rows time the caller ``nx`` (``nx.sum``, ``nx.max``,
+``nx.argmax``, ``nx.cumsum`` of 8 and 1000 elements, destinations allocated per
+call) against NumPy's: the whole per-call overhead a user sees.
+``python -m benchmarks.bench_reduce [--quick] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import scipy.special
 
 from benchmarks import timing
 from nxkernel_core import dtype as D
+from nxkernel_core import nx
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -108,6 +112,42 @@ def run(quick: bool) -> list[dict[str, Any]]:
                                                   ((S.Monoid.SUM, 0, dt),), (load,), (2, 3),
                                                   (side, side)), _pool_numpy(img)))
             rows += [timing.row(name, n, dt.name, ours, theirs, repeats) for name, ours, theirs in cases]
+    return rows + overhead_rows(repeats * 40)
+
+
+def overhead_rows(repeats: int) -> list[dict[str, Any]]:
+    """``nx.sum``, ``nx.max``, ``nx.argmax`` and ``nx.cumsum`` of 8 and 1000
+    float32 elements against NumPy's: the caller's whole per-call cost. Max
+    and argmax are checked bit for bit, the sums within float32 roundings of
+    NumPy's (their orders differ), before timing."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for n in (8, 1000):
+        x = rng.standard_normal(n).astype(np.float32)
+        a = Array.from_numpy(x)
+        eps = float(np.finfo(np.float32).eps)
+        cases: list[tuple[str, Callable[[], Any], Callable[[], Any], float | None]] = [
+            ("nx.sum (call overhead)", functools.partial(nx.sum, a),
+             functools.partial(np.sum, x), n * eps),
+            ("nx.max (call overhead)", functools.partial(nx.max, a),
+             functools.partial(np.max, x), None),
+            ("nx.argmax (call overhead)", functools.partial(nx.argmax, a),
+             functools.partial(np.argmax, x), None),
+            ("nx.cumsum (call overhead)", functools.partial(nx.cumsum, a),
+             functools.partial(np.cumsum, x), n * eps),
+        ]
+        for name, ours, theirs, rel in cases:
+            what = f"bench_reduce: {name.split()[0]}: nxkernel and NumPy"
+            got, want = np.asarray(ours().to_numpy()), np.asarray(theirs())
+            if rel is None:
+                timing.check_bits(what, got, want.astype(got.dtype))
+            else:
+                # |x| summed bounds every partial sum, so the error bound is
+                # relative to it, not to the (possibly cancelling) result.
+                bound = rel * float(np.sum(np.abs(x), dtype=np.float64))
+                if not np.all(np.abs(got.astype(np.float64) - want) <= bound):
+                    raise AssertionError(f"{what} disagree (beyond {bound:g})")
+            rows.append(timing.row(name, n, "float32", ours, theirs, repeats))
     return rows
 
 

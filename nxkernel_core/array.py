@@ -42,7 +42,10 @@ class Array:
 
     def __init__(self, dtype: Dtype, layout: Layout, buffer: Buffer) -> None:
         fn = "Array"
-        buffer.check_live(fn)
+        mem = buffer.memory
+        dev = mem.device
+        if dev.lost is not None or buffer.epoch < mem.epoch or dev.closed:
+            buffer.check_live(fn)  # raises
         if layout.numel > 0:
             _, hi = layout.span()
             end = D.bytes(dtype, hi)
@@ -105,7 +108,13 @@ class Array:
     def empty(dtype: Dtype, shape: Sequence[int], dev: Rig | str = host) -> Array:
         """A fresh C-contiguous array of zero bits on ``dev``."""
         layout = Layout.c_contiguous(shape)
-        return Array(dtype, layout, Buffer.create(dev, D.bytes(dtype, layout.numel)))
+        out = object.__new__(Array)
+        # A fresh buffer of exactly the layout's bytes, first byte aligned: what
+        # __init__ checks holds by construction.
+        out.buffer = Buffer.create(dev, (layout.numel * dtype.bits + 7) // 8)  # D.bytes
+        out.dtype = dtype
+        out.layout = layout
+        return out
 
     @staticmethod
     def from_numpy(a: npt.ArrayLike, dev: Rig | str = host, dtype: Dtype | None = None) -> Array:
@@ -171,21 +180,29 @@ class Array:
     def numpy_view(self) -> npt.NDArray[Any]:
         """A zero-copy, writable NumPy view of the elements, for a byte-wide dtype
         in memory the host addresses; ``ValueError`` otherwise."""
-        if self.dtype.is_sub_byte:
-            raise ValueError(f"Array.numpy_view: {self.dtype.name} elements are packed; "
+        dt = self.dtype
+        if dt.bits < 8:
+            raise ValueError(f"Array.numpy_view: {dt.name} elements are packed; "
                              "use to_numpy and write_numpy")
-        if self.buffer.memory.host_bytes is None:
+        buf = self.buffer
+        hb = buf.memory.host_bytes
+        if hb is None:
             raise ValueError(f"Array.numpy_view: {self.device.name}'s memory is not host memory")
-        if self.numel == 0:
-            return np.zeros(self.shape, dtype=self.dtype.numpy_dtype)
-        storage = self.buffer.host_view()
-        if self.layout.is_contiguous():
+        lay = self.layout
+        n = lay.numel
+        if n == 0:
+            return np.zeros(lay.shape, dtype=dt.numpy_dtype)
+        mem = buf.memory
+        dev = mem.device
+        if dev.lost is not None or buf.epoch < mem.epoch or dev.closed:
+            buf.check_live("Buffer.host_view")  # raises
+        if lay.is_contiguous():
             # A plain slice and view: no as_strided, which costs tens of µs a call.
-            item = self.dtype.itemsize
-            start = self.layout.offset * item
-            flat = storage[start : start + self.numel * item].view(self.dtype.numpy_dtype)
-            return flat.reshape(self.shape)
-        return self._numpy_view(storage)
+            item = dt.numpy_dtype.itemsize
+            start = buf.offset + lay.offset * item
+            flat = hb[start : start + n * item].view(dt.numpy_dtype)
+            return flat if lay.rank == 1 else flat.reshape(lay.shape)
+        return self._numpy_view(buf.host_view())
 
     def to_numpy(self) -> npt.NDArray[Any]:
         """A C-contiguous NumPy copy of the elements (``bool`` for ``bit``)."""

@@ -21,12 +21,13 @@ A kernel uses it as::
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from types import TracebackType
+from typing import final
 
 from .answer import Answer
 from .array import Array
-from .rig import Access, Lost, Rig, with_claims
+from .rig import Access, Claims, Lost, Rig, claim
 
 __all__ = ["door", "refusal", "shares_bytes"]
 
@@ -45,43 +46,81 @@ def refusal(written: Sequence[Array], read: Sequence[Array], device: Rig | None 
             need_host: bool = False) -> Answer | None:
     """The door's first refusal for these arrays, or ``None``; raises ``Lost``
     for an array on a lost device. Claims nothing."""
-    arrays = [*written, *read]
+    arrays = (*written, *read)
+    if not arrays:
+        return None
+    # One pass gathers what the first five refusals need; they are answered
+    # after it, in the door's order (a Lost anywhere raises before any answer).
+    dev = device if device is not None else arrays[0].buffer.memory.device
+    dead = wrong = off_host = exclusive = False
     for a in arrays:
-        why = a.device.lost
+        buf = a.buffer
+        mem = buf.memory
+        d = mem.device
+        why = d.lost
         if why is not None:
-            raise Lost(a.device, why)
-    if any(a.buffer.dead is not None for a in arrays):
+            raise Lost(d, why)
+        dead = dead or buf.epoch < mem.epoch
+        wrong = wrong or d is not dev
+        off_host = off_host or mem.host_bytes is None
+        exclusive = exclusive or mem.exclusive
+    if dead:
         return Answer.DEAD_BUFFER
-    if arrays:
-        dev = device if device is not None else arrays[0].device
-        if any(a.device is not dev for a in arrays):
-            return Answer.WRONG_DEVICE
-    if need_host and any(a.buffer.memory.host_bytes is None for a in arrays):
+    if wrong:
+        return Answer.WRONG_DEVICE
+    if need_host and off_host:
         return Answer.OFF_HOST
-    if any(a.buffer.memory.exclusive for a in arrays):
+    if exclusive:
         return Answer.HELD_EXCLUSIVE
-    if any(w.buffer.memory.access is Access.READ for w in written):
-        return Answer.READ_ONLY
-    if any(not w.layout.is_distinct() for w in written):
-        return Answer.REPEATED_ELEMENTS
+    for w in written:
+        if w.buffer.memory.access is Access.READ:
+            return Answer.READ_ONLY
+    for w in written:
+        if not w.layout.is_distinct():
+            return Answer.REPEATED_ELEMENTS
     for i, w in enumerate(written):
+        mem = w.buffer.memory
         for j, other in enumerate(written):
-            if i != j and shares_bytes(w, other):
+            if i != j and other.buffer.memory is mem and shares_bytes(w, other):
                 return Answer.OVERLAPPING
         for r in read:
-            if shares_bytes(w, r) and not w.identical(r):
+            if r.buffer.memory is mem and shares_bytes(w, r) and not w.identical(r):
                 return Answer.OVERLAPPING
     return None
 
 
-@contextmanager
+@final
+class _Door:
+    """The context ``door`` returns: a plain object, not a generator, since
+    every kernel call enters one."""
+
+    __slots__ = ("_claims", "_device", "_need_host", "_read", "_written")
+
+    def __init__(self, written: Sequence[Array], read: Sequence[Array], device: Rig | None,
+                 need_host: bool) -> None:
+        self._written = written
+        self._read = read
+        self._device = device
+        self._need_host = need_host
+        self._claims: Claims | None = None
+
+    def __enter__(self) -> Answer | None:
+        answer = refusal(self._written, self._read, self._device, self._need_host)
+        if answer is not None:
+            return answer
+        self._claims = claim(read=[a.buffer for a in self._read],
+                             write=[a.buffer for a in self._written])
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        claims, self._claims = self._claims, None
+        if claims is not None:
+            claims.release()
+
+
 def door(written: Sequence[Array], read: Sequence[Array], device: Rig | None = None,
-         need_host: bool = False) -> Iterator[Answer | None]:
-    """Claim ``written`` for writing and ``read`` for reading for the body, and
-    yield ``None``; or claim nothing and yield the first refusal."""
-    answer = refusal(written, read, device, need_host)
-    if answer is not None:
-        yield answer
-        return
-    with with_claims(read=[a.buffer for a in read], write=[a.buffer for a in written]):
-        yield None
+         need_host: bool = False) -> _Door:
+    """Claim ``written`` for writing and ``read`` for reading for the body of a
+    ``with``, and give ``None``; or claim nothing and give the first refusal."""
+    return _Door(written, read, device, need_host)

@@ -11,9 +11,10 @@ offending argument.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, final
 
 __all__ = [
@@ -48,11 +49,10 @@ def numel(shape: Sequence[int]) -> int:
 
 
 def _check_shape(fn: str, what: str, shape: Sequence[int]) -> tuple[int, ...]:
-    out = tuple(int(d) for d in shape)
+    out = tuple(map(int, shape))
     check_rank(fn, what, len(out))
-    for d in out:
-        if d < 0:
-            raise ValueError(f"{fn}: {what} {list(out)} has a negative extent")
+    if out and min(out) < 0:
+        raise ValueError(f"{fn}: {what} {list(out)} has a negative extent")
     return out
 
 
@@ -150,39 +150,50 @@ Move = Reshape | Broadcast | Permute | Slice | Windows
 @final
 @dataclass(frozen=True, slots=True, eq=False)
 class Layout:
-    """A view of elements: ``shape``, ``strides`` and ``offset`` in elements."""
+    """A view of elements: ``shape``, ``strides`` and ``offset`` in elements.
+
+    Its facts (``numel``, ``span``, ``is_contiguous``, ``is_distinct``) are
+    computed once: ``numel`` and ``span`` at construction, the others on first
+    use (a layout is immutable, so a fact never changes; two threads computing
+    one at once store the same value)."""
 
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     offset: int = 0
+    _numel: int = field(init=False, repr=False)
+    _span: tuple[int, int] = field(init=False, repr=False)
+    _contiguous: bool | None = field(init=False, repr=False)
+    _distinct: bool | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         fn = "Layout"
         shape = _check_shape(fn, "shape", self.shape)
-        strides = tuple(int(s) for s in self.strides)
+        strides = tuple(map(int, self.strides))
         if len(strides) != len(shape):
             raise ValueError(
                 f"{fn}: strides {list(strides)} and shape {list(shape)} differ in rank"
             )
+        offset = int(self.offset)
+        n = math.prod(shape)
+        span = (0, 0) if n == 0 else _span(shape, strides, offset)
+        if span[0] < 0:
+            raise ValueError(f"{fn}: offset {offset} with strides {list(strides)} "
+                             "reaches a negative position")
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "strides", strides)
-        object.__setattr__(self, "offset", int(self.offset))
-        if self.numel > 0 and self.span()[0] < 0:
-            raise ValueError(f"{fn}: offset {self.offset} with strides {list(strides)} "
-                             "reaches a negative position")
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "_numel", n)
+        object.__setattr__(self, "_span", span)
+        object.__setattr__(self, "_contiguous", None)
+        object.__setattr__(self, "_distinct", None)
 
     # ---- constructors -------------------------------------------------------
 
     @staticmethod
     def c_contiguous(shape: Sequence[int], offset: int = 0) -> Layout:
-        """The C-order layout of ``shape`` from ``offset``."""
-        sh = _check_shape("Layout.c_contiguous", "shape", shape)
-        strides = [0] * len(sh)
-        acc = 1
-        for i in range(len(sh) - 1, -1, -1):
-            strides[i] = acc
-            acc *= sh[i]
-        return Layout(sh, tuple(strides), offset)
+        """The C-order layout of ``shape`` from ``offset`` (made once per shape
+        and offset: layouts are immutable)."""
+        return _c_contiguous(shape if type(shape) is tuple else tuple(shape), offset)
 
     # ---- facts --------------------------------------------------------------
 
@@ -192,7 +203,7 @@ class Layout:
 
     @property
     def numel(self) -> int:
-        return numel(self.shape)
+        return self._numel
 
     def canonical(self) -> Layout:
         """This layout in canonical form."""
@@ -214,23 +225,15 @@ class Layout:
     def span(self) -> tuple[int, int]:
         """``(lo, hi)``: every element's position ``p`` has ``lo <= p < hi``;
         ``(0, 0)`` for a layout with no element."""
-        if self.numel == 0:
-            return (0, 0)
-        axes = list(zip(self.shape, self.strides, strict=True))
-        lo = self.offset + sum(s * (d - 1) for d, s in axes if s < 0)
-        hi = self.offset + sum(s * (d - 1) for d, s in axes if s > 0)
-        return (lo, hi + 1)
+        return self._span
 
     def is_contiguous(self) -> bool:
         """Whether the elements lie in C order from the offset, one after another."""
-        if self.numel == 0:
-            return True
-        expected = 1
-        for d, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
-            if d != 1 and s != expected:
-                return False
-            expected *= d
-        return True
+        known = self._contiguous
+        if known is None:
+            known = _is_contiguous(self.shape, self.strides) if self._numel else True
+            object.__setattr__(self, "_contiguous", known)
+        return known
 
     def is_distinct(self) -> bool:
         """Upstream's rule (upstream-facts §8): sorting the axes of extent above 1
@@ -243,6 +246,13 @@ class Layout:
         of the axes above extent 1 divide one another, and on every layout that
         Slices, Permutes, Reshapes and Broadcasts make of a C-contiguous one;
         Windows can make distinct layouts it does not prove distinct."""
+        known = self._distinct
+        if known is None:
+            known = self._is_distinct()
+            object.__setattr__(self, "_distinct", known)
+        return known
+
+    def _is_distinct(self) -> bool:
         if self.numel == 0:
             return True
         axes = sorted(
@@ -411,6 +421,41 @@ class Layout:
         if numel(full) == 0:
             return Layout(full, (0,) * len(full), 0)
         return Layout(full, tuple(strides + tail_strides), self.offset)
+
+
+def _span(shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> tuple[int, int]:
+    """The span of a layout with elements (``Layout.span``)."""
+    lo = hi = offset
+    for d, s in zip(shape, strides, strict=True):
+        if s > 0:
+            hi += s * (d - 1)
+        elif s < 0:
+            lo += s * (d - 1)
+    return (lo, hi + 1)
+
+
+def _is_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether a layout with elements lies in C order, one after another."""
+    expected = 1
+    for d, s in zip(reversed(shape), reversed(strides), strict=True):
+        if d != 1 and s != expected:
+            return False
+        expected *= d
+    return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _c_contiguous(shape: tuple[int, ...], offset: int) -> Layout:
+    """The C-order layout of ``shape`` from ``offset``. A shape is checked on a
+    miss; a hit was checked when it was made (a failed check caches nothing),
+    and keys that compare equal (2 and 2.0, 1 and True) make one layout."""
+    sh = _check_shape("Layout.c_contiguous", "shape", shape)
+    strides = [0] * len(sh)
+    acc = 1
+    for i in range(len(sh) - 1, -1, -1):
+        strides[i] = acc
+        acc *= sh[i]
+    return Layout(sh, tuple(strides), int(offset))
 
 
 def coalesce(*layouts: Layout) -> tuple[Layout, ...]:

@@ -20,7 +20,8 @@ import builtins
 import functools
 import math
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, final
 
 import numpy as np
 
@@ -101,39 +102,44 @@ def _real_of(dt: Dtype) -> Dtype:
 
 def _result_dtypes(sp: Any, operands: Sequence[Array]) -> tuple[Dtype, ...]:
     """The destinations' dtypes the spec and operands fix."""
+    return _fixed_dtypes(sp, tuple(o.dtype for o in operands))
+
+
+def _fixed_dtypes(sp: Any, loads: Sequence[Dtype]) -> tuple[Dtype, ...]:
+    """The destinations' dtypes the spec and the operands' dtypes ``loads`` fix."""
     match sp:
         case S.Map():
             return sp.prog.out_dtypes
         case S.Reduce() | S.Scan():
             return sp.result_dtypes()
         case S.Fold() | S.Cholesky():
-            return (operands[0].dtype,)
+            return (loads[0],)
         case S.Gather() | S.RangeGather():
-            return (operands[1].dtype,)
+            return (loads[1],)
         case S.Scatter():
-            return (operands[0].dtype,)
+            return (loads[0],)
         case S.Sort():
-            return (operands[0].dtype, D.int64)
+            return (loads[0], D.int64)
         case S.Numbering():
             return (D.int64,)
         case S.Fft():
-            out = fits.fft_dtype(sp.kind, operands[0].dtype)
-            return (out,) if out is not None else (operands[0].dtype,)
+            out = fits.fft_dtype(sp.kind, loads[0])
+            return (out,) if out is not None else (loads[0],)
         case S.Lu() | S.Qr() | S.Svd() | S.Eigh() | S.Eig():
-            a = operands[0].dtype
+            a = loads[0]
             return fits.routine_dtypes(sp, a) if D.full_precision(a) else (a,) * sp.n_results()
         case S.SolveTriangular():
-            return (operands[1].dtype,)
+            return (loads[1],)
         case S.Attention():
-            v = operands[2].dtype
+            v = loads[2]
             return (v, sp.acc)
     raise InvalidArgument(f"nx.call: {type(sp).__name__} needs its destinations' dtypes (dtypes=...)")
 
 
-def _refusal_rule(sp: Any, operands: Sequence[Array], dtypes: Sequence[Dtype],
+def _refusal_rule(sp: Any, loads: Sequence[Dtype], dtypes: Sequence[Dtype],
                   rank: int) -> tuple[Answer, str] | None:
-    """The contract's refusal rule for a loop kernel's dtypes, where it has one."""
-    loads = [o.dtype for o in operands]
+    """The contract's refusal rule for a loop kernel's dtypes, where it has one
+    (``loads``: the operands' dtypes)."""
     match sp:
         case S.Map():
             return Shape.map_refusal(sp.prog, rank, dtypes, loads, sp.loads)
@@ -146,24 +152,77 @@ def _refusal_rule(sp: Any, operands: Sequence[Array], dtypes: Sequence[Dtype],
         case S.Attention():
             n_kv = 4 if isinstance(sp.kv, S.Paged) else 3
             first = n_kv + (1 if sp.lengths else 0)
-            return Shape.attention_refusal(sp.prog, operands[0].dtype, rank, dtypes[0], sp.acc,
+            return Shape.attention_refusal(sp.prog, loads[0], rank, dtypes[0], sp.acc,
                                            loads[first:], sp.loads)
     return None
 
 
-def _loop_rank(sp: Any, operands: Sequence[Array]) -> int:
+def _loop_rank(sp: Any, shapes: Sequence[tuple[int, ...]]) -> int:
     """The rank of a loop kernel's loop (the loaded shape's)."""
     match sp:
         case S.Map() | S.Reduce() | S.Scan():
-            shapes = [o.shape for o in operands[1 if isinstance(sp, S.Scan) and sp.carry else 0:]]
-            if not shapes:
+            loaded_shapes = shapes[1 if isinstance(sp, S.Scan) and sp.carry else 0:]
+            if not loaded_shapes:
                 return 0
-            loaded = Shape.padded(shapes[0], sp.loads[0].pad) if isinstance(
-                sp.loads[0], S.Padded) else shapes[0]
-            return len(loaded) if not isinstance(loaded, Shape.Error) else len(shapes[0])
+            loaded = Shape.padded(loaded_shapes[0], sp.loads[0].pad) if isinstance(
+                sp.loads[0], S.Padded) else loaded_shapes[0]
+            return len(loaded) if not isinstance(loaded, Shape.Error) else len(loaded_shapes[0])
         case S.Attention():
-            return operands[0].rank
+            return len(shapes[0])
     return 0
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What ``call`` decides from the spec and the operands' shapes and dtypes
+    alone: the destinations' shapes and dtypes, or the refusal (answer and
+    reason) of a call that does not fit."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[Dtype, ...]
+    refusal: tuple[Answer, str] | None
+
+
+def _decide(sp: Any, shapes: tuple[tuple[int, ...], ...], loads: tuple[Dtype, ...],
+            dtypes: tuple[Dtype, ...] | None) -> _Plan:
+    """The plan of a call of ``sp`` on operands of ``shapes`` and dtypes
+    ``loads``, into destinations of ``dtypes`` where given (else the fixed
+    ones): a pure function of its arguments."""
+    results = getattr(Shape, sp.kernel)(sp, shapes)
+    if isinstance(results, Shape.Error):
+        return _Plan((), (), (Answer.SHAPE_MISMATCH, results.reason))
+    dts = dtypes if dtypes is not None else _fixed_dtypes(sp, loads)
+    if len(dts) != len(results):
+        return _Plan(tuple(results), dts, None)  # call raises InvalidArgument
+    return _Plan(tuple(results), dts, _refusal_rule(sp, loads, dts, _loop_rank(sp, shapes)))
+
+
+#: ``_decide``, made once per spec, shapes and dtypes: a repeated call then
+#: skips the shape rules and the refusal rules. Bounded; safe with threads.
+_plan = functools.lru_cache(maxsize=1024)(_decide)
+
+
+def _hashable(key: object) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
+
+
+def _discover() -> Any:
+    """The plugin registry (``plugins.discover()``), the module imported on
+    first use: the plugins module imports the libraries, which import this one."""
+    global _plugins
+    if _plugins is None:
+        from . import plugins
+
+        _plugins = plugins
+    return _plugins.discover()
+
+
+_plugins: Any = None
 
 
 def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
@@ -172,34 +231,38 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
     destinations (of ``dtypes`` where the spec does not fix them) on the
     operands' device, and ask each library that computes on it, in priority
     order, until one answers DONE. Returns the destinations."""
-    from .plugins import discover
-
     fn = name or f"nx.{sp.kernel}"
-    ops = tuple(operands)
+    ops = operands
     for o in ops:
         if not isinstance(o, Array):
             raise InvalidArgument(f"{fn}: operands must be Arrays, got {type(o).__name__}; use nx.asarray")
     if len(ops) != sp.n_operands():
         refused(fn, Answer.BAD_ARITY, ops,
                 f"takes {sp.n_operands()} operands, got {len(ops)}")
-    devices = {id(o.device): o.device for o in ops}
-    if len(devices) > 1:
-        refused(fn, Answer.WRONG_DEVICE, ops,
-                "operands are on " + ", ".join(d.name for d in devices.values()))
-    dev = device or (ops[0].device if ops else None)
+    dev = ops[0].buffer.memory.device if ops else None
+    for o in ops:
+        if o.buffer.memory.device is not dev:
+            devices = {id(o.device): o.device for o in ops}
+            refused(fn, Answer.WRONG_DEVICE, ops,
+                    "operands are on " + ", ".join(d.name for d in devices.values()))
+    dev = device or dev
     if dev is None:
         raise InvalidArgument(f"{fn}: a call with no operand needs device=")
-    shapes = getattr(Shape, sp.kernel)(sp, [o.shape for o in ops])
-    if isinstance(shapes, Shape.Error):
-        refused(fn, Answer.SHAPE_MISMATCH, ops, shapes.reason)
-    dts = tuple(dtypes) if dtypes is not None else _result_dtypes(sp, ops)
+    key = (sp, tuple([o.layout.shape for o in ops]), tuple([o.dtype for o in ops]),
+           tuple(dtypes) if dtypes is not None else None)
+    try:
+        plan = _plan(*key)
+    except TypeError:
+        if _hashable(key):
+            raise
+        plan = _decide(*key)  # a spec holding something unhashable is decided afresh
+    if plan.refusal is not None:
+        refused(fn, plan.refusal[0], ops, plan.refusal[1])
+    dts, shapes = plan.dtypes, plan.shapes
     if len(dts) != len(shapes):
         raise InvalidArgument(f"{fn}: {len(dts)} destination dtypes for {len(shapes)} results")
-    rule = _refusal_rule(sp, ops, dts, _loop_rank(sp, ops))
-    if rule is not None:
-        refused(fn, rule[0], ops, rule[1])
-    dsts = tuple(Array.empty(dt, sh, dev) for dt, sh in zip(dts, shapes, strict=True))
-    libraries = discover().libraries_for(dev)
+    dsts = tuple([Array.empty(dt, sh, dev) for dt, sh in zip(dts, shapes, strict=True)])
+    libraries = _discover().libraries_for(dev)
     declines = []
     for lib in libraries:
         answer = getattr(lib, sp.kernel)(sp, dsts, ops)
@@ -240,6 +303,12 @@ def _arrays(fn: str, xs: Sequence[object], like: Array | None = None) -> list[Ar
 
 def _broadcast(fn: str, xs: Sequence[Array]) -> list[Array]:
     """Operands broadcast to their common shape, as NumPy's rules give it."""
+    first = xs[0].layout.shape if xs else ()
+    for x in xs:
+        if x.layout.shape != first:
+            break
+    else:
+        return list(xs)  # one shape already: nothing to broadcast
     try:
         common = np.broadcast_shapes(*(x.shape for x in xs))
     except ValueError:
@@ -334,7 +403,10 @@ def _map_spec(kind: Binary | Unary, dt: Dtype) -> S.Map:
 
 
 def _binary(fn: str, kind: Binary, x: object, y: object) -> Array:
-    a, b = _broadcast(fn, _arrays(fn, [x, y]))
+    if isinstance(x, Array) and isinstance(y, Array) and x.layout.shape == y.layout.shape:
+        a, b = x, y  # what _arrays and _broadcast give two Arrays of one shape
+    else:
+        a, b = _broadcast(fn, _arrays(fn, [x, y]))
     if a.dtype is not b.dtype:
         raise InvalidArgument(f"{fn}: operands of dtypes {a.dtype.name} and {b.dtype.name} differ; "
                               f"cast one first ({describe([a, b])})")
@@ -367,16 +439,26 @@ def where(c: object, x: object, y: object) -> Array:
     cc, a, b = _broadcast("nx.where", _arrays("nx.where", [c, x, y]))
     if a.dtype is not b.dtype:
         raise InvalidArgument(f"nx.where: x and y have dtypes {a.dtype.name} and {b.dtype.name}")
-    prog = Prog.where(a.dtype)
-    return call(S.Map(prog, (S.PLAIN,) * 3), cc, a, b, name="nx.where")[0]
+    return call(_where_spec(a.dtype), cc, a, b, name="nx.where")[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _where_spec(dt: Dtype) -> S.Map:
+    return S.Map(Prog.where(dt), (S.PLAIN,) * 3)
 
 
 def cast(x: object, dtype: Dtype | str) -> Array:
     """x converted to ``dtype`` by the Cast rules (floats by the store rule)."""
     (a,) = _arrays("nx.cast", [x])
     dt = D.by_name(dtype) if isinstance(dtype, str) else dtype
-    prog = Prog.identity(a.dtype) if dt is a.dtype else Prog.cast(a.dtype, dt)
-    return call(S.Map(prog, (S.PLAIN,)), a, name="nx.cast")[0]
+    return call(_cast_spec(a.dtype, dt), a, name="nx.cast")[0]
+
+
+@functools.lru_cache(maxsize=512)
+def _cast_spec(src: Dtype, dst: Dtype) -> S.Map:
+    """The map spec of a cast of ``src`` into ``dst`` (a copy for one dtype), made once."""
+    prog = Prog.identity(src) if dst is src else Prog.cast(src, dst)
+    return S.Map(prog, (S.PLAIN,))
 
 
 # --------------------------------------------------------------------------
@@ -408,8 +490,15 @@ def _reduce1(fn: str, x: object, axis: int | Sequence[int] | None, reduction: S.
              dtype: Dtype | None, keepdims: bool) -> tuple[Array, ...]:
     (a,) = _arrays(fn, [x])
     axes = _axes(fn, a, axis)
-    sp = S.Reduce(Prog.identity(a.dtype), (S.PLAIN,), axes, ((reduction, 0, dtype or a.dtype),))
+    sp = _reduce_spec(a.dtype, axes, reduction, dtype or a.dtype)
     return tuple(_keep(a, axes, r, keepdims) for r in call(sp, a, name=fn))
+
+
+@functools.lru_cache(maxsize=1024)
+def _reduce_spec(dt: Dtype, axes: tuple[int, ...], reduction: S.Reduction,
+                 result: Dtype) -> S.Reduce:
+    """The reduce spec of one reduction of a ``dt`` operand, made once."""
+    return S.Reduce(Prog.identity(dt), (S.PLAIN,), axes, ((reduction, 0, result),))
 
 
 def sum(x: object, axis: int | Sequence[int] | None = None, dtype: Dtype | None = None,
@@ -466,12 +555,19 @@ def cumsum(x: object, axis: int | None = None, dtype: Dtype | None = None) -> Ar
         a = _flat("nx.cumsum", a)
         axis = 0
     (ax,) = _axes("nx.cumsum", a, axis)
-    sp = S.Scan(Prog.identity(a.dtype), (S.PLAIN,), ax, S.Monoid.SUM, 0, dtype or a.dtype)
-    return call(sp, a, name="nx.cumsum")[0]
+    return call(_cumsum_spec(a.dtype, ax, dtype or a.dtype), a, name="nx.cumsum")[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _cumsum_spec(dt: Dtype, axis: int, result: Dtype) -> S.Scan:
+    """The scan spec of a running sum of a ``dt`` operand, made once."""
+    return S.Scan(Prog.identity(dt), (S.PLAIN,), axis, S.Monoid.SUM, 0, result)
 
 
 def _flat(fn: str, a: Array) -> Array:
     """``a`` as one axis: a view where strides allow, else a copy."""
+    if a.rank == 1:
+        return a
     lay = a.layout.move(Reshape((a.numel,)))
     if lay is not None:
         return Array(a.dtype, lay, a.buffer)
@@ -621,21 +717,29 @@ def matmul(a: object, b: object) -> Array:
     if xa.shape[-1] != yb.shape[-2]:
         refused(fn, Answer.SHAPE_MISMATCH, [x, y],
                 f"contracted extents {xa.shape[-1]} and {yb.shape[-2]} differ")
-    try:
-        lead = tuple(np.broadcast_shapes(xa.shape[:-2], yb.shape[:-2]))
-    except ValueError:
-        raise InvalidArgument(f"{fn}: batch shapes do not broadcast ({describe([x, y])})") from None
-    xa = xa.view(Broadcast((*lead, *xa.shape[-2:])))
-    yb = yb.view(Broadcast((*lead, *yb.shape[-2:])))
-    nb = len(lead)
-    sp = S.Contract(tuple((i, i) for i in range(nb)), ((nb + 1, nb),), _acc_for(x.dtype))
-    (r,) = call(sp, xa, yb, dtypes=(x.dtype,), name=fn)
+    lead = xa.shape[:-2]
+    if yb.shape[:-2] != lead:
+        try:
+            lead = tuple(np.broadcast_shapes(xa.shape[:-2], yb.shape[:-2]))
+        except ValueError:
+            raise InvalidArgument(f"{fn}: batch shapes do not broadcast ({describe([x, y])})") from None
+    if xa.shape[:-2] != lead:
+        xa = xa.view(Broadcast((*lead, *xa.shape[-2:])))
+    if yb.shape[:-2] != lead:
+        yb = yb.view(Broadcast((*lead, *yb.shape[-2:])))
+    (r,) = call(_matmul_spec(len(lead), _acc_for(x.dtype)), xa, yb, dtypes=(x.dtype,), name=fn)
     shape = list(r.shape)
     if vec_b:
         shape.pop(-1)
     if vec_a:
         shape.pop(-2 if not vec_b else -1)
     return r.reshape(shape) if shape != list(r.shape) else r
+
+
+@functools.lru_cache(maxsize=256)
+def _matmul_spec(nb: int, acc: Dtype) -> S.Contract:
+    """The contraction of matmul with ``nb`` batch axes in ``acc``, made once."""
+    return S.Contract(tuple((i, i) for i in range(nb)), ((nb + 1, nb),), acc)
 
 
 # --------------------------------------------------------------------------

@@ -32,6 +32,7 @@ are equal. Build one with ``Prog.build`` and arithmetic on its values::
 from __future__ import annotations
 
 import enum
+import functools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -402,6 +403,30 @@ def _kind_code(kind: AnyKind) -> int:
     return _FAMILY[type(kind)] + int(kind.value)
 
 
+# The programs the conveniences build at every call, each made once (a
+# program is immutable; building and encoding one costs microseconds).
+
+
+@functools.lru_cache(maxsize=256)
+def _unary(kind: Unary, dt: Dtype) -> Prog:
+    return Prog((dt,), (In(0), Op1(kind, dt, 0)), (1,))
+
+
+@functools.lru_cache(maxsize=256)
+def _binary(kind: Op2Kind, dt: Dtype) -> Prog:
+    return Prog((dt, dt), (In(0), In(1), Op2(kind, 0, 1)), (2,))
+
+
+@functools.lru_cache(maxsize=512)
+def _op1(kind: Convert, src: Dtype, dst: Dtype) -> Prog:
+    return Prog((src,), (In(0), Op1(kind, dst, 0)), (1,))
+
+
+@functools.lru_cache(maxsize=64)
+def _where(dt: Dtype) -> Prog:
+    return Prog((D.bool_, dt, dt), (In(0), In(1), In(2), Op3(Ternary.WHERE, 0, 1, 2)), (3,))
+
+
 def _fail(msg: str) -> ValueError:
     """The ValueError of an invalid program, its message starting ``Prog: ``."""
     return ValueError(f"Prog: {msg}")
@@ -533,23 +558,24 @@ class Prog:
 
     @staticmethod
     def unary(kind: Unary, dt: Dtype) -> Prog:
-        """``kind`` of one operand of ``dt``."""
-        return Prog((dt,), (In(0), Op1(kind, dt, 0)), (1,))
+        """``kind`` of one operand of ``dt`` (made once per kind and dtype)."""
+        return _unary(kind, dt)
 
     @staticmethod
     def binary(kind: Op2Kind, dt: Dtype) -> Prog:
-        """``kind`` (Binary or Compare) of two operands of ``dt``."""
-        return Prog((dt, dt), (In(0), In(1), Op2(kind, 0, 1)), (2,))
+        """``kind`` (Binary or Compare) of two operands of ``dt`` (made once
+        per kind and dtype)."""
+        return _binary(kind, dt)
 
     @staticmethod
     def identity(dt: Dtype) -> Prog:
-        """Copy of one operand of ``dt``."""
-        return Prog((dt,), (In(0), Op1(Convert.COPY, dt, 0)), (1,))
+        """Copy of one operand of ``dt`` (made once per dtype)."""
+        return _op1(Convert.COPY, dt, dt)
 
     @staticmethod
     def cast(src: Dtype, dst: Dtype) -> Prog:
-        """Cast of one operand of ``src`` into ``dst``."""
-        return Prog((src,), (In(0), Op1(Convert.CAST, dst, 0)), (1,))
+        """Cast of one operand of ``src`` into ``dst`` (made once per pair)."""
+        return _op1(Convert.CAST, src, dst)
 
     @staticmethod
     def bitcast(src: Dtype, dst: Dtype) -> Prog:
@@ -558,8 +584,8 @@ class Prog:
 
     @staticmethod
     def where(dt: Dtype) -> Prog:
-        """Where over a bool and two operands of ``dt``."""
-        return Prog((D.bool_, dt, dt), (In(0), In(1), In(2), Op3(Ternary.WHERE, 0, 1, 2)), (3,))
+        """Where over a bool and two operands of ``dt`` (made once per dtype)."""
+        return _where(dt)
 
     @staticmethod
     def fma(dt: Dtype) -> Prog:

@@ -19,13 +19,15 @@ other claim.
 
 from __future__ import annotations
 
+import ctypes
 import difflib
 import enum
 import itertools
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Final, final
 
 import numpy as np
@@ -39,6 +41,7 @@ __all__ = [
     "Memory",
     "OutOfMemory",
     "Rig",
+    "claim",
     "consume",
     "device",
     "devices",
@@ -120,6 +123,11 @@ class Rig:
         if self._closed:
             raise ValueError(f"{self.name}: the device is closed")
 
+    @property
+    def closed(self) -> bool:
+        """Whether the device was closed."""
+        return self._closed
+
     def close(self) -> None:
         """Close the device: it leaves the registry and refuses new allocations."""
         self._closed = True
@@ -137,7 +145,8 @@ class Rig:
         where the allocation fails."""
         if nbytes < 0:
             raise ValueError(f"{self.name}: allocate: nbytes = {nbytes} is negative")
-        self.check()
+        if self._lost is not None or self._closed:
+            self.check()  # raises
         with self._lock:
             if self.budget is not None and self._in_use + nbytes > self.budget:
                 raise OutOfMemory(self, nbytes)
@@ -154,7 +163,9 @@ class Rig:
         """The bytes of a new memory, or ``None`` where the host does not address
         them (a subclass keeps its own handle)."""
         raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
-        start = (-raw.ctypes.data) % ALIGNMENT
+        # The address through ctypes' from_buffer: ``raw.ctypes.data`` costs
+        # microseconds a call.
+        start = (-ctypes.addressof(ctypes.c_char.from_buffer(raw.data))) % ALIGNMENT
         return raw[start : start + nbytes]
 
     def _release(self, memory: Memory) -> None:
@@ -276,7 +287,7 @@ class Buffer:
     @staticmethod
     def create(dev: Rig | str, nbytes: int, access: Access = Access.READ_WRITE) -> Buffer:
         """A fresh zeroed buffer of ``nbytes`` on ``dev``, spanning its memory."""
-        mem = device(dev).allocate(nbytes, access)
+        mem = (dev if isinstance(dev, Rig) else device(dev)).allocate(nbytes, access)
         return Buffer(mem, 0, nbytes, mem.epoch)
 
     @staticmethod
@@ -344,6 +355,10 @@ def consume(buf: Buffer, why: str) -> Buffer:
         return Buffer(mem, buf.offset, buf.length, mem.epoch)
 
 
+#: Guards every memory's claim counts (readers, writers, exclusive).
+_claims_lock: Final = threading.Lock()
+
+
 class Claims:
     """Claims held for one call: read claims on some buffers, exclusive ones on
     donated buffers. Released on leaving ``with_claims``."""
@@ -359,54 +374,87 @@ class Claims:
         return any(buf.memory is m for m in self._exclusive)
 
     def release(self) -> None:
-        for m in self._read:
-            with m._lock:
+        with _claims_lock:
+            for m in self._read:
                 m.readers -= 1
-        for m in self._write:
-            with m._lock:
+            for m in self._write:
                 m.writers -= 1
-        for m in self._exclusive:
-            with m._lock:
+            for m in self._exclusive:
                 m.exclusive = False
         self._read.clear()
         self._write.clear()
         self._exclusive.clear()
 
 
-def _claim(claims: Claims, buf: Buffer, write: bool) -> None:
-    mem = buf.memory
-    with mem._lock:
-        if mem.exclusive:
-            raise ValueError("claim: the memory is held exclusive")
-        if write:
-            mem.writers += 1
-            claims._write.append(mem)
-        else:
-            mem.readers += 1
-            claims._read.append(mem)
+def claim(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
+          donate: Sequence[Buffer] = ()) -> Claims:
+    """Claim ``read`` for reading and ``write`` for writing, then each donated
+    buffer exclusive where it spans its memory and no other claim holds it;
+    the caller releases the claims (``Claims.release``). Raises ``ValueError``
+    (claiming nothing) for a dead buffer or memory held exclusive, ``Lost``
+    for a lost device."""
+    claims = Claims()
+    try:
+        for group in (read, write, donate):
+            for b in group:
+                mem = b.memory
+                dev = mem.device
+                # ``check_live``'s tests inline; it raises for the one that fails.
+                if dev._lost is not None or dev._closed or b.epoch < mem.epoch:
+                    b.check_live("with_claims")
+        # One lock for every claim count: a call takes and leaves it once.
+        with _claims_lock:
+            for b in read:
+                mem = b.memory
+                if mem.exclusive:
+                    raise ValueError("claim: the memory is held exclusive")
+                mem.readers += 1
+                claims._read.append(mem)
+            for b in write:
+                mem = b.memory
+                if mem.exclusive:
+                    raise ValueError("claim: the memory is held exclusive")
+                mem.writers += 1
+                claims._write.append(mem)
+            for b in donate:
+                mem = b.memory
+                if b.spans() and not mem.exclusive and mem.readers == 0 and mem.writers == 0:
+                    mem.exclusive = True
+                    claims._exclusive.append(mem)
+    except BaseException:
+        claims.release()
+        raise
+    return claims
 
 
-@contextmanager
+@final
+class _Held:
+    """The context ``with_claims`` returns: claims on entry, releases on exit."""
+
+    __slots__ = ("_claims", "_donate", "_read", "_write")
+
+    def __init__(self, read: Sequence[Buffer], write: Sequence[Buffer],
+                 donate: Sequence[Buffer]) -> None:
+        self._read = read
+        self._write = write
+        self._donate = donate
+        self._claims: Claims | None = None
+
+    def __enter__(self) -> Claims:
+        self._claims = claim(self._read, self._write, self._donate)
+        return self._claims
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        claims, self._claims = self._claims, None
+        if claims is not None:
+            claims.release()
+
+
 def with_claims(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
-                donate: Sequence[Buffer] = ()) -> Iterator[Claims]:
+                donate: Sequence[Buffer] = ()) -> AbstractContextManager[Claims]:
     """Claim ``read`` for reading and ``write`` for writing, then each donated
     buffer exclusive where it spans its memory and no other claim holds it;
     release everything on leaving. Raises ``ValueError`` (claiming nothing) for
     a dead buffer or memory held exclusive, ``Lost`` for a lost device."""
-    claims = Claims()
-    try:
-        for b in [*read, *write, *donate]:
-            b.check_live("with_claims")
-        for b in read:
-            _claim(claims, b, write=False)
-        for b in write:
-            _claim(claims, b, write=True)
-        for b in donate:
-            mem = b.memory
-            with mem._lock:
-                if b.spans() and not mem.exclusive and mem.readers == 0 and mem.writers == 0:
-                    mem.exclusive = True
-                    claims._exclusive.append(mem)
-        yield claims
-    finally:
-        claims.release()
+    return _Held(read, write, donate)

@@ -98,9 +98,12 @@ def _set(owner: object, name: str, value: object) -> None:
 
 def _int(owner: object, what: str, value: object, least: int | None = 0) -> int:
     """``value`` as an int (bools refused), at least ``least`` unless None."""
-    if isinstance(value, bool) or not isinstance(value, SupportsIndex):
+    if type(value) is int:
+        out = value  # the common case, without the slow Protocol check
+    elif isinstance(value, bool) or not isinstance(value, SupportsIndex):
         raise _fail(owner, f"{what} must be an int, got {value!r}")
-    out = operator.index(value)
+    else:
+        out = operator.index(value)
     if least is not None and out < least:
         raise _fail(owner, f"{what} must be at least {least}, got {out}")
     return int(out)

@@ -476,8 +476,16 @@ def _misfit(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) 
         return Answer.BAD_ARITY
     if not dsts[0].layout.is_contiguous():
         return Answer.BAD_LAYOUT
-    return Shape.contract_refusal(spec, [dsts[0].shape], [o.shape for o in operands],
-                                  [o.dtype for o in operands])
+    return _refusal(spec, dsts[0].shape, tuple([o.shape for o in operands]),
+                    tuple([o.dtype for o in operands]))
+
+
+@functools.lru_cache(maxsize=512)
+def _refusal(spec: S.Contract, dst: tuple[int, ...], shapes: tuple[tuple[int, ...], ...],
+             dtypes: tuple[Dtype, ...]) -> Answer | None:
+    """``shape.contract_refusal`` of one call, made once per spec, shapes and
+    dtypes (what it reads): a repeated call skips the shape rules."""
+    return Shape.contract_refusal(spec, [dst], list(shapes), list(dtypes))
 
 
 def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:

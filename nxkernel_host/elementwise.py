@@ -63,8 +63,9 @@ def map_(spec: Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
     destination identical to a Plain operand reads as a fresh one would: each
     box reads every operand before it writes there.
     """
-    refusal, loop = _misfit(spec, tuple(a.shape for a in operands), tuple(d.shape for d in dsts),
-                            tuple(d.dtype for d in dsts), tuple(a.dtype for a in operands))
+    refusal, loop = _misfit(spec, tuple([a.layout.shape for a in operands]),
+                            tuple([d.layout.shape for d in dsts]), tuple([d.dtype for d in dsts]),
+                            tuple([a.dtype for a in operands]))
     if refusal is not None:
         return refusal
     with door(dsts, operands, need_host=True) as claimed:
@@ -72,7 +73,9 @@ def map_(spec: Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
             return claimed
         if dsts[0].numel == 0:
             return Answer.DONE
-        inputs = [load(a, ld, loop) for a, ld in zip(operands, spec.loads, strict=True)]
+        # A Plain operand has the loop's shape (_misfit checked it): its view.
+        inputs = [views.read(a) if isinstance(ld, Plain) else load(a, ld, loop)
+                  for a, ld in zip(operands, spec.loads, strict=True)]
         targets: list[npt.NDArray[Any]] = []
         packed: list[tuple[Array, npt.NDArray[Any]]] = []
         for d in dsts:
@@ -82,8 +85,11 @@ def map_(spec: Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
                 view = np.empty(loop, dtype=d.dtype.numpy_dtype)
                 packed.append((d, view))
             targets.append(view)
-        alias = any(d.identical(a) for d in dsts
-                    for a, ld in zip(operands, spec.loads, strict=True) if isinstance(ld, Plain))
+        alias = False
+        for d in dsts:
+            for a, ld in zip(operands, spec.loads, strict=True):
+                if isinstance(ld, Plain) and d.identical(a):
+                    alias = True
         program.map_into(program.compile(spec.prog), inputs, loop, targets, alias)
         for d, values in packed:
             views.store(d, values)

@@ -791,4 +791,8 @@ def _blocks_at(kind: int, s: Arr, p: Arr, out: Arr, block: int, j0: int, j1: int
 
 def _run_flat(body: Callable[[int, int], None], units: int, elements: int) -> None:
     """``body(a, b)`` over ranges covering ``[0, units)``, spread over threads."""
+    if parts_for(units, elements) == 1:
+        if units > 0:
+            body(0, units)  # one range, on this thread: no spans or jobs to make
+        return
     parallel([functools.partial(body, a, b) for a, b in spans(units, parts_for(units, elements))])

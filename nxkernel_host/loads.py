@@ -46,7 +46,7 @@ def load(array: Array, spec: Load, loop_shape: Sequence[int]) -> Arr:
     operand not of the loop's shape, a Padded one whose fill is not one
     element of its dtype or whose padded and windowed shape is not the loop's.
     """
-    shape = tuple(int(d) for d in loop_shape)
+    shape = loop_shape if type(loop_shape) is tuple else tuple(map(int, loop_shape))
     if isinstance(spec, Plain):
         if array.shape != shape:
             raise ValueError(f"loads.load: a Plain operand of shape {list(array.shape)} "

@@ -122,7 +122,7 @@ class Evaluator:
     ``ev.run(...)`` to evaluate into scratch buffers and destinations.
     """
 
-    __slots__ = ("_consts", "_coords", "_in_rooted", "_ins", "_steps", "box", "prog")
+    __slots__ = ("_consts", "_coords", "_in_rooted", "_ins", "_steps", "box", "first", "prog")
 
     def __init__(self, prog: Prog) -> None:
         self.prog: Final = prog
@@ -200,6 +200,8 @@ class Evaluator:
         #: The elements of one box: ``CHUNK_BYTES`` of the widest value.
         self.box: Final = max(1, CHUNK_BYTES // widest)
         self._in_rooted: Final = tuple(isinstance(prog.nodes[root[i]], In) for i in range(n))
+        #: Each output node's first output position: where its value is computed.
+        self.first: Final = tuple((o, k) for k, o in reversed(list(enumerate(prog.outs))))
 
     @staticmethod
     def _node(prog: Prog, i: int, node: Op1 | Op2 | Any, canon: list[bool]
@@ -464,32 +466,35 @@ class _Boxes:
                 raise self._error
 
 
+def _box(ev: Evaluator, ins: Sequence[Arr], tv: Sequence[Arr], shape: tuple[int, ...],
+         offset: tuple[int, ...] | None, scratch: Scratch, alias: bool) -> None:
+    """Evaluate one box: operand values ``ins`` and destinations ``tv`` of
+    ``shape``, its first index ``offset`` (None: the origin). The caller sets
+    NumPy's error state."""
+    # Outputs computed straight into their destination save a copy; not where
+    # a destination is an operand, which must be read first.
+    direct = None if alias else {o: tv[k] for o, k in ev.first}
+    vals = ev.run(ins, shape, offset, scratch, direct)
+    res = [vals[o] for o in ev.prog.outs]
+    if alias:
+        res = [np.copy(v) if ev.aliases_input(k) else v for k, v in enumerate(res)]
+    for t, v in zip(tv, res, strict=True):
+        if v is not t:
+            np.copyto(t, v)
+
+
 def _run_boxes(ev: Evaluator, inputs: Sequence[Arr], targets: Sequence[Arr], work: _Boxes,
                alias: bool) -> None:
     """Evaluate the boxes ``work`` hands out into ``targets``, box by box."""
     scratch = _scratch(ev.box)
-    outs = ev.prog.outs
-    # Each output node's first destination: where its value is computed.
-    first = {o: k for k, o in reversed(list(enumerate(outs)))}
     with np.errstate(all="ignore"):
         while (i := work.take()) is not None:
             try:
                 box = work.boxes[i]
                 key = box if box else (Ellipsis,)
-                shape = tuple(s.stop - s.start for s in box)
-                offset = tuple(s.start for s in box)
-                ins = [a[key] for a in inputs]
-                tv = [t[key] for t in targets]
-                # Outputs computed straight into their destination save a copy;
-                # not where a destination is an operand, which must be read first.
-                direct = None if alias else {o: tv[k] for o, k in first.items()}
-                vals = ev.run(ins, shape, offset, scratch, direct)
-                res = [vals[o] for o in outs]
-                if alias:
-                    res = [np.copy(v) if ev.aliases_input(k) else v for k, v in enumerate(res)]
-                for t, v in zip(tv, res, strict=True):
-                    if v is not t:
-                        np.copyto(t, v)
+                _box(ev, [a[key] for a in inputs], [t[key] for t in targets],
+                     tuple(s.stop - s.start for s in box), tuple(s.start for s in box),
+                     scratch, alias)
             except BaseException as e:
                 work.finish(e)
                 raise
@@ -507,7 +512,16 @@ def map_into(ev: Evaluator, inputs: Sequence[Arr], shape: Sequence[int],
     computes a box changes no bit.
     """
     ev.check_inputs(inputs)
-    work = _Boxes(boxes(shape, ev.box))
+    shp = tuple(map(int, shape))
+    size = math.prod(shp)
+    if size == 0:
+        return
+    if size <= ev.box:
+        # One box, the whole loop, on the calling thread: no boxes to hand out.
+        with np.errstate(all="ignore"):
+            _box(ev, inputs, targets, shp, None, _scratch(ev.box), alias)
+        return
+    work = _Boxes(boxes(shp, ev.box))
     n = min(_THREADS.get(), len(work.boxes))
     if n > 1 and math.prod(shape) >= PARALLEL_MIN:
         pool = _executor()

@@ -213,6 +213,11 @@ def _lane_blocks(rows: Arr, carrier: npt.DTypeLike, acc: npt.DTypeLike, kernel: 
     nb = -(-n // L.BLOCK)
     blocks = np.empty((r, nb), acc)
     direct = prep is None and rows.dtype == carrier and rows.flags.c_contiguous
+    if direct and L.parts_for(2, r * n) == 1:
+        # Few terms, already in place: one kernel call over every block, on
+        # this thread (a block's value depends on its terms alone).
+        kernel(rows, blocks, 0, r)
+        return blocks
     # Terms already in place need no staging: one piece per thread saves the
     # per-piece calls. Others convert piece by piece, in cache.
     size = -(-r * n // L.workers()) if direct else CHUNK
@@ -748,8 +753,7 @@ def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
         loop = _loop(spec.loads, loads_ops)
         assert loop is not None  # _scan_misfit checked the shapes
         term = spec.prog.out_dtypes[spec.output]
-        y = np.moveaxis(_Outputs(spec.prog, spec.loads, loads_ops, loop).get(spec.output),
-                        spec.axis, -1)
+        y = _last(_Outputs(spec.prog, spec.loads, loads_ops, loop).get(spec.output), spec.axis)
         lead = y.shape[:-1]
         rows = y.reshape(math.prod(lead), loop[spec.axis])
         carry = None
@@ -773,8 +777,14 @@ def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
                 continue
             if spec.reverse:
                 v = v[:, ::-1]
-            views.store(dst, np.moveaxis(v.reshape(*lead, v.shape[1]), -1, spec.axis))
+            v = v.reshape(*lead, v.shape[1])
+            views.store(dst, v if spec.axis == v.ndim - 1 else np.moveaxis(v, -1, spec.axis))
     return Answer.DONE
+
+
+def _last(y: Arr, axis: int) -> Arr:
+    """``y`` with ``axis`` moved last (``y`` itself where it is the last)."""
+    return y if axis == y.ndim - 1 else np.moveaxis(y, axis, -1)
 
 
 # ---------------------------------------------------------------------------

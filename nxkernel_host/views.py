@@ -21,7 +21,7 @@ def read(a: Array) -> npt.NDArray[Any]:
     if a.dtype.is_sub_byte:
         return a.to_numpy()
     view = a.numpy_view()
-    view.flags.writeable = False
+    view.setflags(write=False)
     return view
 
 

@@ -154,3 +154,45 @@ def test_conveniences_build_the_kernel_calls_numpy_users_expect(libs: list[Any])
     assert w.dtype is D.float32 and v.shape == (3, 3)
     u, s, vh = nx.svd(nx.asarray(np.zeros((4, 3), np.complex64)))  # type: ignore[misc]
     assert s.dtype is D.float32 and u.shape == (4, 4) and vh.shape == (3, 3)
+
+
+def test_a_decided_call_is_decided_again_for_other_operands(libs: list[Any]) -> None:
+    """The caller's decisions are cached per spec, shapes and dtypes: a call
+    that fitted leaves no answer behind for operands that do not."""
+    spy = Recording("spy", Answer.DONE)
+    libs.append(spy)
+    prog = Prog.binary(Binary.ADD, D.float32)
+    for _ in range(2):
+        (r,) = nx.map(prog, f32((2, 3)), f32((2, 3)))
+        assert r.shape == (2, 3) and r.dtype is D.float32
+    with pytest.raises(InvalidArgument, match=r"^nx.map: .*\(float32 \[2, 3\], float32 \[3\]\)$"):
+        nx.map(prog, f32((2, 3)), f32((3,)))
+    f64 = nx.asarray(np.zeros((2, 3), np.float64))
+    with pytest.raises(InvalidArgument, match=r"^nx.map: .*float64"):
+        nx.map(prog, f32((2, 3)), f64)
+    assert len(spy.calls) == 2
+
+
+class _UnhashableMap:
+    """A map spec the caller cannot hash: it is decided without the cache."""
+
+    kernel = "map"
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, prog: Prog) -> None:
+        self.prog = prog
+        self.loads = (S.PLAIN,) * prog.n_ins
+
+    def n_operands(self) -> int:
+        return len(self.loads)
+
+
+def test_an_unhashable_spec_is_decided_afresh(libs: list[Any]) -> None:
+    spy = Recording("spy", Answer.DONE)
+    libs.append(spy)
+    sp = _UnhashableMap(Prog.binary(Binary.ADD, D.float32))
+    (r,) = nx.call(sp, f32((4,)), f32((4,)), dtypes=[D.float32])
+    assert r.shape == (4,) and spy.calls[-1][1] is sp
+    with pytest.raises(InvalidArgument, match=r"^nx.map: .*\(float32 \[4\], float32 \[5\]\)$"):
+        nx.call(sp, f32((4,)), f32((5,)), dtypes=[D.float32])
+    assert len(spy.calls) == 1

@@ -678,6 +678,40 @@ def test_concurrent_calls_agree() -> None:
     assert all(np.array_equal(r.view(np.uint32), want.view(np.uint32)) for r in results)
 
 
+def test_concurrent_small_nx_calls_agree() -> None:
+    """Threads calling ``nx`` on small arrays at once (one box each, on the
+    calling thread, through the caller's and the library's caches) each get
+    NumPy's exact bits: float32 and int32 addition, an int32 sum (wrapping)."""
+    from nxkernel_core import nx
+
+    rng = rng_for("concurrent-nx")
+    cases = []
+    for shape in ((8,), (3, 5), ()):
+        xf, yf = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+        xi = rng.integers(-(2**31), 2**31, shape, dtype=np.int32)
+        cases.append((xf, yf, xi))
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(30):
+                for xf, yf, xi in cases:
+                    got = nx.add(nx.asarray(xf), nx.asarray(yf)).to_numpy()
+                    assert np.array_equal(got.view(np.uint32), np.add(xf, yf).view(np.uint32))
+                    assert np.array_equal(nx.add(nx.asarray(xi), nx.asarray(xi)).to_numpy(),
+                                          np.add(xi, xi))
+                    assert nx.sum(nx.asarray(xi)).to_numpy() == np.sum(xi, dtype=np.int32)
+        except BaseException as e:
+            errors.append(e)
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]
+
+
 def test_threefry_matches_random123() -> None:
     """Threefry-2x32-20 of Random123's known-answer vectors."""
     def word(lo: int, hi: int) -> int:
