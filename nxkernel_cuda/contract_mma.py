@@ -7,7 +7,7 @@ float16, float8_e4m3fn, float8_e5m2 or float4_e2m1fn (float16 m16n8k8), or
 each bfloat16 or one of those float8/float4 (bfloat16 m16n8k8; float16 with
 bfloat16 stays SIMT: neither holds the other); int32 with a and b each int8
 or int4, uint32 with a and b each uint8 or uint4 (m16n8k32); unscaled, or
-with Exponent scales and no segments where :func:`scales_fit` holds; no Value
+with Exponent scales (no segments, or Rows) where :func:`scales_fit` holds; no Value
 scales; unsegmented or with Rows or Contracting segments; init and dst as the
 SIMT kernels take them. Segments of other dtypes stay on the SIMT kernels.
 
@@ -32,7 +32,9 @@ contracting pair's extent n and the scale block along it (n over the scale's
 extent) both multiples of 8 (then each aligned run of 8 k lies within one
 index of the outer pairs and one block: MXFP8/MXFP4 blocks of 32 along K);
 other layouts take the SIMT kernel (one thread an output), as do scaled
-calls with segments. The kernel stages each run's two codes beside the tiles
+calls with Contracting segments (a group's runs of 8 products need not share
+a block); under Rows, a row's codes are its own (through the permutation)
+and b's are its group's. The kernel stages each run's two codes beside the tiles
 and forms d·2^(ea + eb − 254) in float32 without forming the product of the
 scales (whose exponent, in [−254, 254], may exceed float32's range where
 neither factor does): exact where the result is a normal float32 or zero;
@@ -157,9 +159,9 @@ def kind(spec: S.Contract, operands: Sequence[Dtype]) -> int | None:
     float32 from a and b each float16 or narrower float (1: float16 codes) or
     each bfloat16 or narrower float (0: bfloat16 codes); int32 from int8 or
     int4 (2), uint32 from uint8 or uint4 (3); Exponent scales on the float
-    kinds without segments only, no Value scales."""
+    kinds, unsegmented or with Rows segments, no Value scales."""
     scaled = any(s is not None for s in spec.scales)
-    if scaled and (spec.segments is not None or not spec.acc.is_float
+    if scaled and (isinstance(spec.segments, S.ContractingSegments) or not spec.acc.is_float
                    or any(s is S.ScaleKind.VALUE for s in spec.scales)):
         return None
     a, b = operands[0], operands[1]
@@ -243,6 +245,14 @@ def _scale_words(pr: Problem, a: Array, b: Array, sa: Array | None, sb: Array | 
     for m in maps[:-1]:
         at.append(at[-1] + len(m))
     return [*at, *(w for m in maps for w in m)]
+
+
+def _group_scale(seg: S.Rows | S.ContractingSegments | None, b: Array, sb: Array | None) -> list[np.int64]:
+    """b's scale block and stride along b's groups axis (Rows, b scaled), else 1 and 0."""
+    if not isinstance(seg, S.Rows) or sb is None or sb.shape[seg.b_axis] <= 1:
+        return [np.int64(1), np.int64(0)]
+    ax = seg.b_axis
+    return [np.int64(b.shape[ax] // sb.shape[ax]), np.int64(sb.layout.strides[ax])]
 
 
 def error_factor(k: int) -> float:
@@ -377,6 +387,6 @@ def launch(dev: CudaRig, spec: S.Contract, dst: Array, operands: Sequence[Array]
         np.int64(n), np.int64(groups), np.int64(b_g), np.int64(d_g), np.int64(i_g),
         np.int32(a.dtype.code), np.int32(b.dtype.code), np.int32((sa is not None) + 2 * (sb is not None)),
         loops.base(dev, sa) if sa is not None else pd, loops.base(dev, sb) if sb is not None else pd, smap,
-        np.int32(a_mode), np.int32(b_mode)],
+        np.int32(a_mode), np.int32(b_mode), *_group_scale(seg, b, sb)],
         shared_bytes=(TILE_M + TILE_N) * stride + SCALE_BYTES)
     del tables  # queued work holds no reference: the stream orders the buffer's reuse

@@ -31,14 +31,16 @@ Rules:
   widened exactly at staging (the bits of the wide path on operands widened
   beforehand); unscaled, with or without Rows or Contracting segments (one
   launch for all groups after a pre-pass that sorts the segmented indices by
-  group on the device), or unsegmented with Exponent scales whose blocks hold
+  group on the device), or unsegmented or with Rows segments with Exponent
+  scales whose blocks hold
   every aligned run of 8 products of an output (for each scaled side: its
   extent 1 along every contracting axis, or the innermost contracting
   extent and the block along it multiples of 8, as MXFP8/MXFP4's blocks of
   32), each instruction's result times 2^(ea + eb − 254). Else the SIMT
   kernels (:mod:`~nxkernel_cuda.contract_simt`): tiled for real accumulators
   without scales or segments, one thread an output otherwise (Value scales,
-  Exponent scales of other layouts or with segments, complex accumulators,
+  Exponent scales of other layouts or with Contracting segments, complex
+  accumulators,
   and segments of other dtypes: float32, float64, float16 with bfloat16,
   float8 with float32, wider integers). The choice reads dtypes,
   attributes, the scales' extents and the device model, never data.
@@ -231,8 +233,9 @@ PROSE: Final = (
     "int8/int4 or uint8/uint4 (m16n8k32): narrower operands widened exactly at staging (each float8 and "
     "float4 value is a float16 and a bfloat16 value; the native float8 instructions stay unused, keeping "
     "about 13 fraction bits of the sum on sm_89/sm_90; float8 and float4 take the float16/bfloat16 "
-    "instruction instead); unscaled, unsegmented or with Rows or Contracting segments, or unsegmented with "
-    "Exponent (e8m0) scales whose blocks hold every aligned run of 8 products of an output (each scaled "
+    "instruction instead); unscaled, unsegmented or with Rows or Contracting segments, or unsegmented or "
+    "with Rows segments with Exponent (e8m0) scales whose blocks hold every aligned run of 8 products of "
+    "an output (each scaled "
     "side's extent 1 along every contracting axis, or the innermost contracting extent and its block "
     "along it multiples of 8: MXFP8/MXFP4 blocks of 32), each instruction's result times "
     "2^(ea + eb - 254) in float32 without forming the scales' product (code 255 NaN): 64 x 64 tiles, 32 "
@@ -241,7 +244,8 @@ PROSE: Final = (
     "back): Rows (grouped GEMM) tiles of one group's rows gathered through the permutation over a bound "
     "of ceil(rows/64) + g tiles a batch index, Contracting blocks per group running K over the group's "
     "indices. Otherwise SIMT kernels: 64 x 64 tiles of 256 threads for real accumulators, one thread an "
-    "output for Value scales, Exponent scales of other layouts or with segments, complex accumulators and "
+    "output for Value scales, Exponent scales of other layouts or with Contracting segments, complex "
+    "accumulators and "
     "the segments of other dtypes. Batch and contracting pairs of any layout (read in place), init (which "
     "may be dst), Exponent and Value block scales applied at load by the operand's own index (on the "
     "tensor cores per instruction, as above), Rows (grouped, one launch of the computing kernel) and "

@@ -14,7 +14,8 @@
 //   each a float16 and a bfloat16 value (NaN a NaN), int4 and uint4 an int8
 //   and a uint8 one. The instruction then sees the widened operands: the bits
 //   are those of the same call on operands widened beforehand.
-// * Exponent block scales (scaled: bit 1 a's, bit 2 b's; KIND 0 and 1 only):
+// * Exponent block scales (scaled: bit 1 a's, bit 2 b's; KIND 0 and 1 only;
+//   unsegmented or Rows: a's rows' codes through perm, b's at its group):
 //   the host takes this kernel only where every aligned run of 8 consecutive
 //   k of an output lies in one scale block of a and one of b, so each
 //   instruction's 8 products share the factor 2^(ea - 127) * 2^(eb - 127).
@@ -317,6 +318,8 @@ __device__ __forceinline__ void nxk_cm_stage_runs(unsigned char* tile, int strid
 // scaled (KIND 0 and 1, seg 0): bit 1 a's Exponent scale sa, bit 2 b's sb;
 // smap: six offsets (words from smap) of the scale maps of a's batch, rows
 // and K, and of b's batch, K and columns, then the maps.
+// sb_gblock, sb_gstride (Rows, b scaled): b's scale block and stride along
+// b's groups axis.
 // a_mode, b_mode: each side's staging (0 code by code, 1 and 2 by runs, see
 // nxk_cm_stage_runs; taken as 0 where the buffer is not 16-byte aligned).
 // Dynamic shared memory: two tiles of 64 rows of the row stride, then the
@@ -332,7 +335,8 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
                  const nxk_i64* __restrict__ starts, const nxk_i64* __restrict__ tstarts, nxk_i64 n,
                  nxk_i64 groups, nxk_i64 b_g, nxk_i64 d_g, nxk_i64 i_g,
                  int a_code, int b_code, int scaled, const char* sa, const char* sb,
-                 const nxk_i64* __restrict__ smap, int a_mode, int b_mode)
+                 const nxk_i64* __restrict__ smap, int a_mode, int b_mode, nxk_i64 sb_gblock,
+                 nxk_i64 sb_gstride)
 {
     typedef typename NxkMmaKind<KIND>::E E;
     typedef typename NxkMmaKind<KIND>::Acc Acc;
@@ -359,7 +363,7 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
         // The block's rows: slots [r0, r0 + 64) below rend, each its own row or
         // (Rows) the row perm holds there; kn products an output from index kb
         // of perm (Contracting) or k = 0 on.
-        nxk_i64 r0 = (rem / tiles_n) * NXK_CM_TM, rend = rows, kn = K, kb = 0;
+        nxk_i64 r0 = (rem / tiles_n) * NXK_CM_TM, rend = rows, kn = K, kb = 0, sb_group = 0;
         const nxk_i64* pt = perm + tb * n;
         if (seg == 1) {
             const nxk_i64* st = starts + tb * (groups + 2);
@@ -369,8 +373,12 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
             nxk_i64 e = nxk_cm_bucket(ts, groups + 1, j);
             r0 = st[e] + (j - ts[e]) * NXK_CM_TM;
             rend = st[e + 1];
-            if (e == groups) kn = 0;   // rows in no group: no products
-            else bp[1] += e * b_g;
+            if (e == groups) {
+                kn = 0;   // rows in no group: no products
+            } else {
+                bp[1] += e * b_g;
+                sb_group = (e / sb_gblock) * sb_gstride;   // b's scale along its groups axis
+            }
         } else if (seg == 2) {
             const nxk_i64 e = blk / (per * nbatch);
             const nxk_i64* st = starts + tb * (groups + 2);
@@ -382,7 +390,7 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
         // Positions of the rows of a and columns of b this thread stages (-1: past the extent).
         // Exponent scales: each side's scale position of the batch index.
         const nxk_i64 sat = scaled & 1 ? nxk_scale_at(smap + smap[0], tb) : 0;
-        const nxk_i64 sbt = scaled & 2 ? nxk_scale_at(smap + smap[3], tb) : 0;
+        const nxk_i64 sbt = scaled & 2 ? nxk_scale_at(smap + smap[3], tb) + sb_group : 0;
         nxk_i64 ap[16], bq[16];
         for (int m = 0; m < 16; ++m) {
             const nxk_i64 r = nxk_cm_row(seg, pt, r0 + ry + 4 * m, rend), c = c0 + ry + 4 * m;
@@ -424,8 +432,8 @@ nxk_contract_mma(const nxk_i64* __restrict__ bw, const nxk_i64* __restrict__ rw,
                 for (int m = 0; m < 16; ++m) {
                     const int y = ry + 4 * m;
                     int ea = 127, eb = 127;
-                    if (in && (scaled & 1) && ap[m] >= 0)
-                        ea = (int)nxk_ld_u8(sa, ka + nxk_scale_at(smap + smap[1], r0 + y));
+                    if (in && (scaled & 1) && ap[m] >= 0)   // the row itself (Rows: through perm)
+                        ea = (int)nxk_ld_u8(sa, ka + nxk_scale_at(smap + smap[1], nxk_cm_row(seg, pt, r0 + y, rend)));
                     if (in && (scaled & 2) && bq[m] >= 0)
                         eb = (int)nxk_ld_u8(sb, kb2 + nxk_scale_at(smap + smap[5], c0 + y));
                     ss[y * NXK_CM_RUNS + kx / 8] = (unsigned char)ea;

@@ -311,3 +311,29 @@ def test_which_narrow_and_scaled_calls_take_the_tensor_cores() -> None:
     assert not takes(sm90, seg, [E4, E4, D.uint8, D.int64], [(70, 64), (2, 20, 64), (70, 2), (70,)])
     assert contract_mma.scales_fit(SCALED, mx) and not contract_mma.scales_fit(
         SCALED, [(70, 64), (64, 20), (70, 16), (2, 20)])
+
+
+def test_an_mxfp8_grouped_gemm_takes_the_tensor_cores_with_each_rows_scales(dev: CudaRig) -> None:
+    """Rows segments with Exponent scales (an MXFP8 mixture of experts): a's
+    rows are gathered by group and read their own scale codes, b's group its
+    own slice of b's scales; each group's rows get the bits of the unsegmented
+    scaled call on that group's rows, rows in no group +0."""
+    rows, k, cols, groups = 70, 64, 20, 3
+    rng = np.random.default_rng(41)
+    ha, hb = _draw(E4, (rows, k), 42), _draw(E4, (groups, k, cols), 43)
+    sa = rng.integers(118, 136, (rows, k // 32)).astype(np.uint8)
+    sb = rng.integers(118, 136, (groups, k // 32, cols)).astype(np.uint8)
+    ids = rng.integers(-1, groups + 1, rows).astype(np.int64)
+    spec = S.Contract((), ((1, 1),), D.float32, scales=(EXP, EXP), segments=S.Rows(0, 0))
+    ops = [on(dev, ha, E4), on(dev, hb, E4), on(dev, sa), on(dev, sb), on(dev, ids)]
+    assert contract_mma.takes(dev, spec, [o.dtype for o in ops], [o.shape for o in ops])
+    answer, (got,) = run(spec, ops, [D.float32])
+    assert answer is Answer.DONE
+    for e in range(groups):
+        mine = np.flatnonzero(ids == e)
+        part = _ops(dev, SCALED, (ha[mine], E4), (hb[e], E4), (sa[mine], D.uint8), (sb[e], D.uint8))
+        answer, (want,) = run(SCALED, part, [D.float32])
+        assert answer is Answer.DONE
+        assert same_bits(got[mine], want, D.float32), e
+    none = (ids < 0) | (ids >= groups)
+    assert none.any() and same_bits(got[none], np.zeros((int(none.sum()), cols), np.float32), D.float32)

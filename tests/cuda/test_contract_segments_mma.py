@@ -183,4 +183,9 @@ def test_which_segmented_calls_take_the_tensor_cores() -> None:
                 [D.bfloat16, D.float16, D.int64]):
         assert not contract_mma.takes(sm90, rows, dts)  # type: ignore[arg-type]
     scaled = S.Contract((), ((1, 1),), D.float32, scales=(S.ScaleKind.EXPONENT, None), segments=S.Rows(0, 0))
-    assert not contract_mma.takes(sm90, scaled, [D.bfloat16, D.bfloat16, D.uint8, D.int64])  # type: ignore[arg-type]
+    dts = [D.bfloat16, D.bfloat16, D.uint8, D.int64]
+    assert contract_mma.takes(sm90, scaled, dts, [(70, 64), (3, 64, 20), (70, 2), (70,)])  # type: ignore[arg-type]
+    assert not contract_mma.takes(sm90, scaled, dts)  # type: ignore[arg-type]  # no shapes: not taken
+    cscaled = S.Contract((), ((1, 0),), D.float32, scales=(S.ScaleKind.EXPONENT, None),
+                         segments=S.ContractingSegments(0, 3))
+    assert not contract_mma.takes(sm90, cscaled, dts, [(70, 64), (64, 20), (70, 2), (64,)])  # type: ignore[arg-type]
