@@ -304,11 +304,13 @@ def test_which_narrow_and_scaled_calls_take_the_tensor_cores() -> None:
     two = S.Contract((), ((1, 0), (2, 1)), D.float32, scales=(EXP, None))
     assert takes(sm90, two, [E4, E4, D.uint8], [(4, 3, 16), (3, 16, 5), (4, 3, 2)])
     assert not takes(sm90, two, [E4, E4, D.uint8], [(4, 16, 3), (16, 3, 5), (4, 2, 1)])
-    # Value scales, integer accumulators and segments with scales stay on SIMT.
+    # Value scales, integer accumulators and Contracting segments with scales stay on SIMT; Rows take them.
     value = S.Contract((), ((1, 0),), D.float32, scales=(S.ScaleKind.VALUE, None))
     assert not takes(sm90, value, [E4, E4, D.float32], [(70, 64), (64, 20), (70, 2)])
-    seg = S.Contract((), ((1, 1),), D.float32, scales=(EXP, None), segments=S.Rows(0, 0))
-    assert not takes(sm90, seg, [E4, E4, D.uint8, D.int64], [(70, 64), (2, 20, 64), (70, 2), (70,)])
+    rows = S.Contract((), ((1, 1),), D.float32, scales=(EXP, None), segments=S.Rows(0, 0))
+    assert takes(sm90, rows, [E4, E4, D.uint8, D.int64], [(70, 64), (2, 64, 20), (70, 2), (70,)])
+    con = S.Contract((), ((1, 0),), D.float32, scales=(EXP, None), segments=S.ContractingSegments(0, 2))
+    assert not takes(sm90, con, [E4, E4, D.uint8, D.int64], [(70, 64), (64, 20), (70, 2), (64,)])
     assert contract_mma.scales_fit(SCALED, mx) and not contract_mma.scales_fit(
         SCALED, [(70, 64), (64, 20), (70, 16), (2, 20)])
 
