@@ -329,12 +329,7 @@ nxk_attention(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ units, 
         for (nxk_i64 t0 = kb; t0 < ke; t0 += NXK_BN) {
             const int n = (int)(ke - t0 < NXK_BN ? ke - t0 : NXK_BN);
             __syncthreads();  // the previous key tile is read
-            if (tid < NXK_BN) {
-                nxk_i64 kpos = -1, vpos = -1;
-                if (tid < n) nxk_attn_key_pos<NXK_PAGED>(g, u, table, page, pages, t0 + tid, &kpos, &vpos);
-                kbase[tid] = kpos;
-                vbase[tid] = vpos;
-            }
+            nxk_attn_tile_keys<NXK_PAGED>(tid, NXK_BN, n, t0, g, u, table, page, pages, kbase, vbase);
             __syncthreads();
             if constexpr (NXK_DK > 0) {
                 for (int i = tid; i < NXK_BN * NXK_DK; i += blockDim.x) {

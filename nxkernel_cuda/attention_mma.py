@@ -207,12 +207,7 @@ nxk_attention_mma(const nxk_i64* __restrict__ g, const nxk_i64* __restrict__ uni
         for (nxk_i64 t0 = kb; t0 < ke; t0 += NXK_BN) {
             const int n = (int)(ke - t0 < NXK_BN ? ke - t0 : NXK_BN);
             __syncthreads();  // q's fragments or the previous key tile are read
-            if (tid < NXK_BN) {
-                nxk_i64 kpos = -1, vpos = -1;
-                if (tid < n) nxk_attn_key_pos<NXK_PAGED>(g, u, table, page, pages, t0 + tid, &kpos, &vpos);
-                kbase[tid] = kpos;
-                vbase[tid] = vpos;
-            }
+            nxk_attn_tile_keys<NXK_PAGED>(tid, NXK_BN, n, t0, g, u, table, page, pages, kbase, vbase);
             __syncthreads();
             if constexpr (NXK_KS > 0) {
                 for (int i = tid; i < NXK_BN * NXK_KS; i += blockDim.x) {

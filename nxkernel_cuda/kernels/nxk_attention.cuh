@@ -208,4 +208,17 @@ NXK_ATTN_DEV void nxk_attn_key_pos(const nxk_i64* __restrict__ g, const nxk_i64*
     }
 }
 
+// The key tile from t0: thread tid < bn writes key t0 + tid's offsets into
+// kbase[tid] and vbase[tid] (-1 past the tile's n keys or on a hidden page).
+template <bool PAGED>
+NXK_ATTN_DEV void nxk_attn_tile_keys(int tid, int bn, int n, nxk_i64 t0, const nxk_i64* __restrict__ g,
+                                     const nxk_i64* u, const char* table, nxk_i64 page, nxk_i64 pages,
+                                     nxk_i64* kbase, nxk_i64* vbase) {
+    if (tid >= bn) return;
+    nxk_i64 kpos = -1, vpos = -1;
+    if (tid < n) nxk_attn_key_pos<PAGED>(g, u, table, page, pages, t0 + tid, &kpos, &vpos);
+    kbase[tid] = kpos;
+    vbase[tid] = vpos;
+}
+
 #endif
