@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["MAX_GRID", "MAX_GROUP", "MAX_SCAN_CHUNK", "grid", "lane_plan", "scan_chunk"]
+import numpy as np
+
+from . import loops
+from .device import CudaRig
+from .launch import Module, Pointer
+
+__all__ = ["MAX_GRID", "MAX_GROUP", "MAX_SCAN_CHUNK", "grid", "lane_plan", "scan_chunk", "scan_states"]
 
 
 #: Blocks a reduction aims at, over all rows.
@@ -63,3 +69,28 @@ MAX_GRID: Final = 1 << 20
 def grid(blocks: int) -> int:
     """The grid of a block-striding launch over ``blocks`` block indices."""
     return max(1, min(blocks, MAX_GRID))
+
+
+def scan_states(dev: CudaRig, module: Module, kernels: tuple[str, str], param: int, state_bytes: int,
+                rows: int, m: int, chunk: int, src: Pointer, keep: list[object]) -> Pointer:
+    """Scan ``rows`` rows of ``m`` states at ``src`` (row-major) by the
+    network into a fresh buffer, chunk by chunk, the chunks' totals scanned
+    the same way first; its address (buffers kept in ``keep``). ``kernels``:
+    the module's totals and chunks kernels over state arrays, each taking
+    ``param`` (the reductions' op, the statistics kinds' parameter)."""
+    totals_fn, chunks_fn = kernels
+    out_buf, out = loops.scratch(dev, rows * m * state_bytes)
+    keep.append(out_buf)
+    q, nfull = -(-m // chunk), m // chunk
+    scanned = out
+    if q > 1:
+        tot_buf, totals = loops.scratch(dev, rows * nfull * state_bytes)
+        keep.append(tot_buf)
+        module.function(totals_fn)((grid(rows * nfull),), (chunk // 2,), [
+            np.int64(m), np.int64(nfull), np.int32(chunk), np.int32(param), src, totals,
+            np.int64(rows * nfull)], shared_bytes=chunk * state_bytes)
+        scanned = scan_states(dev, module, kernels, param, state_bytes, rows, nfull, chunk, totals, keep)
+    module.function(chunks_fn)((grid(rows * q),), (chunk // 2,), [
+        np.int64(m), np.int64(q), np.int64(nfull), np.int32(chunk), np.int32(param), src, scanned, out,
+        np.int64(rows * q)], shared_bytes=chunk * state_bytes)
+    return out

@@ -73,7 +73,6 @@ from .build import Source, file_source
 from .device import CudaRig
 from .elementwise import loop_rank
 from .elementwise import program_declines as _program_decline
-from .launch import Pointer
 
 __all__ = [
     "REDUCE_PROSE",
@@ -163,29 +162,6 @@ def _reduce_one(dev: CudaRig, prog: Prog, output: int, red: S.Reduction, result:
     del partial_buf  # queued work holds no reference: the stream orders its reuse
 
 
-def _scan_states(dev: CudaRig, t: terms.Terms, rows: int, m: int, chunk: int, op: int, src: Pointer,
-                 keep: list[object]) -> Pointer:
-    """Scan ``rows`` rows of ``m`` states in memory at ``src`` (row-major) by
-    the network into a fresh buffer; its address (buffers kept in ``keep``)."""
-    module = dev.load(arrays_source())
-    state_bytes = t.state_bytes
-    out_buf, out = loops.scratch(dev, rows * m * state_bytes)
-    keep.append(out_buf)
-    q, nfull = -(-m // chunk), m // chunk
-    scanned = out
-    if q > 1:
-        tot_buf, totals = loops.scratch(dev, rows * nfull * state_bytes)
-        keep.append(tot_buf)
-        module.function(f"nxk_scan_totals_arr<{t.state_t}>")((plans.grid(rows * nfull),), (chunk // 2,), [
-            np.int64(m), np.int64(nfull), np.int32(chunk), np.int32(op), src, totals, np.int64(rows * nfull)],
-            shared_bytes=chunk * state_bytes)
-        scanned = _scan_states(dev, t, rows, nfull, chunk, op, totals, keep)
-    module.function(f"nxk_scan_chunks_arr<{t.state_t}>")((plans.grid(rows * q),), (chunk // 2,), [
-        np.int64(m), np.int64(q), np.int64(nfull), np.int32(chunk), np.int32(op), src, scanned, out,
-        np.int64(rows * q)], shared_bytes=chunk * state_bytes)
-    return out
-
-
 def _scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array],
           chunk: int | None) -> None:
     """Queue the scan of ``spec`` into ``dsts``."""
@@ -219,7 +195,9 @@ def _scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[
         module.function("nxk_scan_totals")((plans.grid(rows * nfull),), (c // 2,), [
             kept_p, red_p, coords_p, np.int64(m), np.int32(has_carry), np.int64(nfull), np.int32(c),
             np.int32(op), totals, pc, np.int64(rows * nfull), *bases], shared_bytes=shared)
-        scanned = _scan_states(dev, t, rows, nfull, c, op, totals, keep)
+        scanned = plans.scan_states(dev, dev.load(arrays_source()), (f"nxk_scan_totals_arr<{t.state_t}>",
+                                    f"nxk_scan_chunks_arr<{t.state_t}>"), op, t.state_bytes, rows, nfull, c,
+                                    totals, keep)
     module.function("nxk_scan_chunks")((plans.grid(rows * q),), (c // 2,), [
         kept_p, red_p, coords_p, np.int64(m), np.int32(has_carry), np.int64(q), np.int64(nfull),
         np.int32(c), np.int32(op), scanned, np.int32(spec.dtype.code), p0, pc, np.int64(rows * q), *bases],

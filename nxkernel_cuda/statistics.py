@@ -48,7 +48,7 @@ from nxkernel_core.prog import Prog
 from . import codegen, loops, plans, term_walks, terms
 from .build import Source, file_source, render
 from .device import CudaRig
-from .launch import Arg, Pointer
+from .launch import Arg
 
 __all__ = [
     "ALGORITHMS",
@@ -440,29 +440,6 @@ def _kind(r: S.Reduction) -> str:
     return "lse" if isinstance(r, S.Logsumexp) else "mom"
 
 
-def _scan_states(dev: CudaRig, kind: str, param: int, rows: int, m: int, chunk: int, src: Pointer,
-                 keep: list[object]) -> Pointer:
-    """Scan ``rows`` rows of ``m`` states of ``kind`` at ``src`` (row-major)
-    by the network into a fresh buffer; its address (buffers kept in ``keep``)."""
-    module = dev.load(source())
-    op, state_bytes = _OPS[kind]
-    out_buf, out = loops.scratch(dev, rows * m * state_bytes)
-    keep.append(out_buf)
-    q, nfull = -(-m // chunk), m // chunk
-    scanned = out
-    if q > 1:
-        tot_buf, totals = loops.scratch(dev, rows * nfull * state_bytes)
-        keep.append(tot_buf)
-        module.function(f"nxk_stat_totals_arr<{op}>")((plans.grid(rows * nfull),), (chunk // 2,), [
-            np.int64(m), np.int64(nfull), np.int32(chunk), np.int32(param), src, totals,
-            np.int64(rows * nfull)], shared_bytes=chunk * state_bytes)
-        scanned = _scan_states(dev, kind, param, rows, nfull, chunk, totals, keep)
-    module.function(f"nxk_stat_chunks_arr<{op}>")((plans.grid(rows * q),), (chunk // 2,), [
-        np.int64(m), np.int64(q), np.int64(nfull), np.int32(chunk), np.int32(param), src, scanned, out,
-        np.int64(rows * q)], shared_bytes=chunk * state_bytes)
-    return out
-
-
 def scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array],
          chunk: int | None) -> None:
     """Queue the Arg, Logsumexp or Moments scan of ``spec`` into ``dsts``: the
@@ -487,7 +464,7 @@ def scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[A
     kept_p, red_p, coords_p = w.kept_p, w.red_p, w.coords_p
     module = dev.load(terms_source(tprog, tout, loops.pad_key(tloads)))
     kind = _kind(spec.reduction)
-    _, state_bytes = _OPS[kind]
+    op, state_bytes = _OPS[kind]
     param = int(isinstance(spec.reduction, S.Arg) and spec.reduction.extreme is S.Extreme.MAX)
     has_carry = int(carry is not None)
     m = n + has_carry
@@ -506,7 +483,9 @@ def scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[A
         keep.append(tot_buf)
         module.function(f"nxk_{kind}_totals")((plans.grid(rows * nfull),), (c // 2,), [
             *head, np.int64(nfull), totals, np.int64(rows * nfull), *bases], shared_bytes=shared)
-        scanned = _scan_states(dev, kind, param, rows, nfull, c, totals, keep)
+        scanned = plans.scan_states(dev, dev.load(source()), (f"nxk_stat_totals_arr<{op}>",
+                                    f"nxk_stat_chunks_arr<{op}>"), param, state_bytes, rows, nfull, c, totals,
+                                    keep)
     module.function(f"nxk_{kind}_chunks")((plans.grid(rows * q),), (c // 2,), [
         *head, np.int64(m), np.int64(q), np.int64(nfull), scanned, np.int32(spec.dtype.code), p0, p1,
         np.int64(rows * q), *bases], shared_bytes=shared)
