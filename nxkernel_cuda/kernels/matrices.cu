@@ -134,6 +134,15 @@ template <class P> __device__ __forceinline__ P nxk_mx_pmag(NxkMxC<P> x) {
 // r x and x / r for a real r: part by part, each part rounded once.
 template <class T> __device__ __forceinline__ T nxk_mx_scale(T r, T x) { return r * x; }
 template <class P> __device__ __forceinline__ NxkMxC<P> nxk_mx_scale(P r, NxkMxC<P> x) { return nxk_mx_cpx(r * x.re, r * x.im); }
+
+// The plane rotation of a pair in place: (x, y) <- (c x - conj(s) y, s x + c y),
+// each product rounded, then the difference and the sum.
+template <class T, class R>
+__device__ __forceinline__ void nxk_mx_rotate(R c, T s, T* x, T* y) {
+    const T a = *x, b = *y;
+    *x = nxk_mx_scale(c, a) - nxk_mx_conj(s) * b;
+    *y = s * a + nxk_mx_scale(c, b);
+}
 template <class T> __device__ __forceinline__ T nxk_mx_rdiv(T x, T r) { return x / r; }
 template <class P> __device__ __forceinline__ NxkMxC<P> nxk_mx_rdiv(NxkMxC<P> x, P r) { return nxk_mx_cpx(x.re / r, x.im / r); }
 // x is not zero (a NaN part counts as not zero).
@@ -620,15 +629,8 @@ nxk_mx_eigh(const nxk_i64* __restrict__ d, nxk_i64 nb, int n, int vectors, const
                     int lo, hi;
                     nxk_mx_pair(np, round, p, &lo, &hi);
                     const R c = cc[p];
-                    const T s = ss[p], sc = nxk_mx_conj(s);
-                    const T x = A[i * n + lo], y = A[i * n + hi];
-                    A[i * n + lo] = nxk_mx_scale(c, x) - sc * y;
-                    A[i * n + hi] = s * x + nxk_mx_scale(c, y);
-                    if (vectors) {
-                        const T vx = V[i * n + lo], vy = V[i * n + hi];
-                        V[i * n + lo] = nxk_mx_scale(c, vx) - sc * vy;
-                        V[i * n + hi] = s * vx + nxk_mx_scale(c, vy);
-                    }
+                    nxk_mx_rotate(c, ss[p], &A[i * n + lo], &A[i * n + hi]);
+                    if (vectors) nxk_mx_rotate(c, ss[p], &V[i * n + lo], &V[i * n + hi]);
                 }
                 __syncthreads();
                 NXK_MX_SERIAL
@@ -638,10 +640,7 @@ nxk_mx_eigh(const nxk_i64* __restrict__ d, nxk_i64 nb, int n, int vectors, const
                     int lo, hi;
                     nxk_mx_pair(np, round, p, &lo, &hi);
                     const R c = cc[p];
-                    const T s = ss[p];
-                    const T x = A[lo * n + i], y = A[hi * n + i];
-                    A[lo * n + i] = nxk_mx_scale(c, x) - s * y;
-                    A[hi * n + i] = nxk_mx_conj(s) * x + nxk_mx_scale(c, y);
+                    nxk_mx_rotate(c, nxk_mx_conj(ss[p]), &A[lo * n + i], &A[hi * n + i]);
                 }
                 __syncthreads();
                 NXK_MX_SERIAL
@@ -850,10 +849,7 @@ nxk_mx_svd(const nxk_i64* __restrict__ d, nxk_i64 nb, int m, int n, int mode, co
                     int lo, hi;
                     nxk_mx_pair(np, round, p, &lo, &hi);
                     const R c = cs[p];
-                    const T sv = sn[p];
-                    const T x = W[lo * M + i], y = W[hi * M + i];
-                    W[lo * M + i] = nxk_mx_scale(c, x) - nxk_mx_conj(sv) * y;
-                    W[hi * M + i] = sv * x + nxk_mx_scale(c, y);
+                    nxk_mx_rotate(c, sn[p], &W[lo * M + i], &W[hi * M + i]);
                 }
                 if (vec) {
                     NXK_MX_SERIAL
@@ -863,10 +859,7 @@ nxk_mx_svd(const nxk_i64* __restrict__ d, nxk_i64 nb, int m, int n, int mode, co
                         int lo, hi;
                         nxk_mx_pair(np, round, p, &lo, &hi);
                         const R c = cs[p];
-                        const T sv = sn[p];
-                        const T x = V[lo * N + i], y = V[hi * N + i];
-                        V[lo * N + i] = nxk_mx_scale(c, x) - nxk_mx_conj(sv) * y;
-                        V[hi * N + i] = sv * x + nxk_mx_scale(c, y);
+                        nxk_mx_rotate(c, sn[p], &V[lo * N + i], &V[hi * N + i]);
                     }
                 }
                 __syncthreads();
