@@ -26,13 +26,13 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, unit_roundoff
-from nxkernel_core.layout import Permute, Range, Slice
 from nxkernel_core.prog import Prog
 from nxkernel_cuda import attention, attention_mma, build
 from nxkernel_cuda.contraction import error_factor
 from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 
+from ..host.layouts import placed
 from .support import canary, needs_nvrtc, on, same_bits, untouched
 
 Arr = npt.NDArray[Any]
@@ -451,19 +451,6 @@ def test_tensor_cores_let_a_hidden_nan_value_of_a_read_tile_reach_o_as_stated(de
     assert "hides, in a key tile the block reads, makes o a NaN" in attention.ALGORITHM
 
 
-def _placed_on(dev: CudaRig, values: Arr, dt: Dtype, layout: str) -> Array:
-    """``values`` on ``dev`` through a permuted (axes reversed) or strided
-    (every other element, offset one) layout."""
-    shape = values.shape
-    if layout == "permuted":
-        view = Array.empty(dt, shape[::-1], dev).view(Permute(tuple(reversed(range(len(shape))))))
-    else:
-        view = Array.empty(dt, tuple(2 * d + 1 for d in shape), dev).view(
-            Slice(tuple(Range(1, d, 2) for d in shape)))
-    view.write_numpy(values)
-    return view
-
-
 @pytest.mark.parametrize("layout", ["permuted", "strided"])
 def test_tensor_cores_read_any_layout_in_place_with_the_same_bits(dev: CudaRig, layout: str) -> None:
     """q, k and v through layouts whose rows are not consecutive (staged code
@@ -471,7 +458,7 @@ def test_tensor_cores_read_any_layout_in_place_with_the_same_bits(dev: CudaRig, 
     case = _case(np.random.default_rng(len("grouped causal")), acc=D.float32, dt=D.bfloat16,
                  **_SHAPES["grouped causal"])  # type: ignore[arg-type]
     _, o_c, lse_c = _call(dev, case)
-    ops = [_placed_on(dev, a, dt, layout) if i < 3 else on(dev, a, dt)
+    ops = [placed(a, dt, layout, dev) if i < 3 else on(dev, a, dt)
            for i, (a, dt) in enumerate(zip(case.host, case.dtypes, strict=True))]
     q, v = case.host[0], case.host[2]
     o = Array.empty(D.bfloat16, (*q.shape[:-1], v.shape[-1]), dev)

@@ -24,9 +24,11 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype, Kind
 from nxkernel_core.kernel import Call
-from nxkernel_core.layout import Broadcast, Permute, Range, Slice
+from nxkernel_core.layout import Broadcast, Range
 from nxkernel_core.prog import bits
 from nxkernel_host.moves import FAMILY
+
+from . import layouts
 
 NDArray = np.ndarray[Any, Any]
 LAYOUTS = ("c", "reversed", "strided", "permuted", "broadcast")
@@ -111,22 +113,9 @@ def raw(a: NDArray) -> NDArray:
 def placed(values: NDArray, dt: Dtype, layout: str) -> Array:
     """An array of ``dt`` holding ``values`` (a broadcast layout holds values'
     first slice along axis 0, repeated) through the named layout."""
-    shape = values.shape
-    if layout == "c" or not shape:
-        return Array.from_numpy(values, dtype=dt)
-    if layout == "broadcast":
-        return Array.from_numpy(np.ascontiguousarray(values[:1]), dtype=dt).view(Broadcast(shape))
-    if layout == "reversed":
-        base = Array.empty(dt, shape)
-        view = base.view(Slice(tuple(Range(d - 1, d, -1) if d else Range(0, 0) for d in shape)))
-    elif layout == "strided":
-        base = Array.empty(dt, tuple(2 * d + 1 for d in shape))
-        view = base.view(Slice(tuple(Range(1, d, 2) for d in shape)))
-    else:
-        base = Array.empty(dt, shape[::-1])
-        view = base.view(Permute(tuple(reversed(range(len(shape))))))
-    view.write_numpy(values)
-    return view
+    if layout == "broadcast" and values.shape:
+        return Array.from_numpy(np.ascontiguousarray(values[:1]), dtype=dt).view(Broadcast(values.shape))
+    return layouts.placed(values, dt, layout)
 
 
 # --------------------------------------------------------------------------
