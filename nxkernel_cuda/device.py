@@ -194,6 +194,20 @@ class EmuDevice(CudaRig):
         self.index: Final = index
         self.arch = "sm_90"
         self.max_shared_bytes = emulator.DYNAMIC_SHARED_BYTES
+        #: Its live allocations, which its kernels may address (the memory checker's table).
+        self.allocations: Final = emulator.Allocations()
+
+    def _allocate(self, nbytes: int) -> npt.NDArray[np.uint8] | None:
+        raw = super()._allocate(nbytes)
+        assert raw is not None  # Rig's memory is host memory
+        self.allocations.add(int(raw.__array_interface__["data"][0]), nbytes)
+        return raw
+
+    def _release(self, memory: Memory) -> None:
+        host = memory.host_bytes
+        if host is not None:
+            self.allocations.remove(int(host.__array_interface__["data"][0]))
+        super()._release(memory)
 
     def _load(self, source: Source) -> Module:
         return emulator.load(self, source)

@@ -6,12 +6,15 @@ See ``README.md`` here for what runs under emulation and what does not.
 from __future__ import annotations
 
 from .driver import (
+    CHECK_FLAGS,
     DYNAMIC_SHARED_BYTES,
     FLAGS,
     HEADER,
+    Allocations,
     EmuFunction,
     EmulatorUnavailable,
     EmuModule,
+    allocations_of,
     build,
     compiler,
     extern_shared_names,
@@ -19,12 +22,15 @@ from .driver import (
 )
 
 __all__ = [
+    "CHECK_FLAGS",
     "DYNAMIC_SHARED_BYTES",
     "FLAGS",
     "HEADER",
+    "Allocations",
     "EmuFunction",
     "EmuModule",
     "EmulatorUnavailable",
+    "allocations_of",
     "build",
     "compiler",
     "extern_shared_names",

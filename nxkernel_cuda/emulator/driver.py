@@ -55,12 +55,15 @@ if TYPE_CHECKING:
     from nxkernel_core.rig import Rig
 
 __all__ = [
+    "CHECK_FLAGS",
     "DYNAMIC_SHARED_BYTES",
     "FLAGS",
     "HEADER",
+    "Allocations",
     "EmuFunction",
     "EmuModule",
     "EmulatorUnavailable",
+    "allocations_of",
     "build",
     "compiler",
     "extern_shared_names",
@@ -92,6 +95,16 @@ FLAGS: Final[tuple[str, ...]] = (
     "-O1", "-std=c++17", "-fno-fast-math", "-ffp-contract=off", "-fno-math-errno",
     "-fno-strict-aliasing", "-fwrapv", "-fPIC", "-shared", "-fvisibility=hidden",
     "-Wno-unknown-pragmas",
+)
+
+#: The instrumentation of the memory checker (``emu_memcheck.h``): every load
+#: and store a call to the emulator's bounds check, every access through a
+#: pointer an inline test of the alignment of its type. The checks are the
+#: emulator's own functions; no sanitizer library is linked.
+CHECK_FLAGS: Final[tuple[str, ...]] = (
+    "-fsanitize=kernel-address", "-fsanitize=alignment",
+    "--param=asan-instrumentation-with-call-threshold=0", "--param=asan-stack=0", "--param=asan-globals=0",
+    "--param=asan-use-after-return=0", "-fno-sanitize-address-use-after-scope",
 )
 
 _ERRLEN: Final = 2048
@@ -134,9 +147,10 @@ ${launchers}
 # expression without a leading '&'.
 _LAUNCHER: Final = string.Template("""\
 NXEMU_EXPORT int nxemu_launch_${index}(const unsigned* grid, const unsigned* block, unsigned long shared,
-                                       void** args, char* err, unsigned long errlen) {
+                                       void** args, const unsigned long long* allocs, unsigned long n_allocs,
+                                       char* err, unsigned long errlen) {
     try {
-        return ::nxemu::launch(&${kernel}, grid, block, shared, args, err, errlen);
+        return ::nxemu::launch(&${kernel}, grid, block, shared, args, allocs, n_allocs, err, errlen);
     } catch (...) {
         snprintf(err, errlen, "a C++ exception left kernel %s", "${kernel}");
         return 1;
@@ -214,7 +228,7 @@ def build(source: Source, defines: Sequence[str] = ()) -> Path:
     names = extern_shared_names(source.text, *(text for _, text in hdrs))
     launch_tu = launch_code(source, source.name)
     shared_tu = shared_code(names)
-    flags = (*FLAGS, *(f"-D{d}" for d in defines))
+    flags = (*FLAGS, *CHECK_FLAGS, *(f"-D{d}" for d in defines))
     key = cache.digest(
         "emu", version, *flags, *_emulator_headers(), launch_tu, shared_tu, source.name, source.text,
         *source.kernels, *(part for h in hdrs for part in h),
@@ -267,11 +281,15 @@ def _compile(gxx: str, source: Source, flags: Sequence[str], launch_tu: str, sha
         (work / "launch.cpp").write_text(launch_tu)
         (work / "shared.cpp").write_text(shared_tu)
         out = work / "kernel.so"
-        cmd = [gxx, *flags, f"-I{headers}", f"-I{KERNEL_DIR}", "-x", "c++", "launch.cpp",
-               "shared.cpp", "-o", str(out)]
-        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise CompileError(source, "the emulator", cmd[1:], proc.stderr + proc.stdout, compiler=version)
+        # Compiled, then linked without the sanitizer flags, which would link
+        # g++'s sanitizer libraries: the checks are emu_memcheck.h's.
+        cmd = [gxx, *flags, f"-I{headers}", f"-I{KERNEL_DIR}", "-c", "-x", "c++", "launch.cpp", "shared.cpp"]
+        link = [gxx, "-shared", "-fPIC", "launch.o", "shared.o", "-o", str(out)]
+        for step in (cmd, link):
+            proc = subprocess.run(step, cwd=work, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise CompileError(source, "the emulator", step[1:], proc.stderr + proc.stdout,
+                                   compiler=version)
         out.replace(target)  # same folder tree, so an atomic rename
 
 
@@ -296,7 +314,8 @@ class EmuFunction:
         self._launch = getattr(lib, f"nxemu_launch_{index}")
         self._launch.restype = ctypes.c_int
         self._launch.argtypes = [ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint), ctypes.c_ulong,
-                                 ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_ulong]
+                                 ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_ulong,
+                                 ctypes.c_char_p, ctypes.c_ulong]
         params = getattr(lib, f"nxemu_params_{index}")
         params.restype = ctypes.c_int
         room = 64
@@ -325,7 +344,8 @@ class EmuFunction:
         err = ctypes.create_string_buffer(_ERRLEN)
         with _LAUNCH_LOCK:
             device.check()
-            status = self._launch(grid3, block3, shared_bytes, pointers, err, _ERRLEN)
+            table, count = self._module.allocations.table()
+            status = self._launch(grid3, block3, shared_bytes, pointers, table, count, err, _ERRLEN)
         del blob  # the parameters' bytes lived until the launch returned
         message = err.value.decode(errors="replace")
         if status == 1:
@@ -366,14 +386,69 @@ class EmuFunction:
 
 
 @final
+class Allocations:
+    """The live allocations of an emulated device, which its kernels may
+    address: the memory checker's table, sorted ``[lo, hi)`` address pairs.
+
+    The table is rebuilt, when the allocations changed, only by :meth:`table`,
+    which launches call under the launch lock: a running launch's table lives
+    until the next launch.
+    """
+
+    __slots__ = ("_dirty", "_lock", "_spans", "_table")
+
+    def __init__(self) -> None:
+        self._spans: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._table = np.zeros(2, dtype=np.uint64)
+        self._dirty = False
+
+    def add(self, address: int, nbytes: int) -> None:
+        """Record the allocation of ``nbytes`` at ``address``."""
+        with self._lock:
+            self._spans[address] = address + nbytes
+            self._dirty = True
+
+    def remove(self, address: int) -> None:
+        """Forget the allocation at ``address`` (freed)."""
+        with self._lock:
+            if self._spans.pop(address, None) is not None:
+                self._dirty = True
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def table(self) -> tuple[int, int]:
+        """The address of the sorted pairs and their count."""
+        with self._lock:
+            if self._dirty:
+                pairs = sorted(self._spans.items())
+                self._table = np.array(pairs if pairs else [(0, 0)], dtype=np.uint64).reshape(-1)
+                self._dirty = False
+            count = len(self._spans)
+        return self._table.ctypes.data, count
+
+
+def allocations_of(device: Rig) -> Allocations:
+    """The allocation table an emulated device keeps (its ``allocations``);
+    a TypeError for a device that keeps none (its kernels could address nothing)."""
+    found = getattr(device, "allocations", None)
+    if not isinstance(found, Allocations):
+        raise TypeError(f"{device.name} keeps no allocation table for the emulator's memory checker")
+    return found
+
+
+@final
 class EmuModule:
     """A source built for the emulator and loaded for one device; the shared
-    object is loaded on the first :meth:`function`."""
+    object is loaded on the first :meth:`function`. Its kernels may address
+    the device's ``allocations``."""
 
-    __slots__ = ("_functions", "_lib", "_lock", "device", "path", "source")
+    __slots__ = ("_functions", "_lib", "_lock", "allocations", "device", "path", "source")
 
     def __init__(self, device: Rig, source: Source, path: Path) -> None:
         self.device: Final = device
+        self.allocations: Final = allocations_of(device)
         self.source: Final = source
         self.path: Final = path
         self._lib: ctypes.CDLL | None = None

@@ -63,6 +63,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -94,6 +95,9 @@
 #define __cudart_builtin__
 
 #define NXEMU_EXPORT extern "C" __attribute__((visibility("default")))
+
+// The memory checker's own functions (emu_memcheck.h) are not instrumented.
+#define NXEMU_RT __attribute__((no_sanitize_address, no_sanitize("alignment")))
 
 // ---------------------------------------------------------------------------
 // Vector types, dim3 (CUDA's vector_types.h: 2- and 4-vectors aligned to
@@ -229,6 +233,48 @@ struct State {
     }
 };
 
+// The regions a running kernel may address. Invariant: while no kernel runs,
+// `hit` spans every address (so nothing is checked) and `on` is false.
+struct Memcheck {
+    uintptr_t hit_lo = 0, hit_len = ~uintptr_t(0);  // the allocation found last
+    uintptr_t shared_lo = 0, shared_len = 0;        // thread-local block up to the launch's dynamic bytes
+    uintptr_t stack_lo = 0, stack_len = 0;          // the running fiber's stack
+    uintptr_t tail_lo = 0, tail_len = 0;            // thread-local bytes after the dynamic storage
+    uintptr_t image_lo = 0, image_len = 0;          // the module's loaded segments
+    uintptr_t dyn_lo = 0, dyn_asked = 0, dyn_cap = 0;
+    const unsigned long long* allocs = nullptr;     // sorted [lo, hi) pairs
+    size_t nallocs = 0;
+    bool on = false;
+};
+
+inline Memcheck g_check;
+
+// Checking stops while the runtime runs (the scheduler, a barrier, a warp
+// collective, a fault): it reads its own state, which no kernel may address.
+// `hit` spanning everything makes the inline check pass at once.
+NXEMU_RT inline void memcheck_off() {
+    g_check.on = false;
+    g_check.hit_lo = 0;
+    g_check.hit_len = ~uintptr_t(0);
+}
+
+// Checking resumes in kernel code; the allocation found last is forgotten.
+NXEMU_RT inline void memcheck_on() {
+    g_check.hit_lo = g_check.hit_len = 0;
+    g_check.on = true;
+}
+
+// The runtime called from kernel code: unchecked for the guard's scope.
+struct Unchecked {
+    bool was = g_check.on;
+    NXEMU_RT Unchecked() { memcheck_off(); }
+    NXEMU_RT ~Unchecked() {
+        if (was) memcheck_on();
+    }
+    Unchecked(const Unchecked&) = delete;
+    Unchecked& operator=(const Unchecked&) = delete;
+};
+
 // Unmaps the fibers' stacks. Each guard page splits the mapping, so a block's
 // stacks take two of the process's vm.max_map_count mappings per thread; a
 // launch releases them when it ends, so the many loaded modules hold none.
@@ -305,6 +351,7 @@ inline void yield() {
 
 template <class... A>
 [[noreturn]] inline void fault(const char* fmt, A... args) {
+    memcheck_off();
     State& s = state();
     if (!s.failed) {
         const uint3 t = s.current->thread_idx;
@@ -314,6 +361,18 @@ template <class... A>
     }
     fault_exit();
 }
+
+}  // namespace nxemu
+
+#include "emu_memcheck.h"
+
+namespace nxemu {
+
+// The built-in variables of the running thread, kept where a kernel reads
+// them at constant addresses (unchecked): the block's when it starts, the
+// thread's when its fiber resumes.
+inline uint3 g_thread_idx{0, 0, 0}, g_block_idx{0, 0, 0};
+inline dim3 g_block_dim, g_grid_dim;
 
 // ---- warp rendezvous -------------------------------------------------------
 
@@ -420,6 +479,7 @@ inline T slot_value(const Rendezvous& r, unsigned from, T own) {
 
 template <class T>
 inline T shuffle(const char* fn, unsigned mask, T var, int width, unsigned (*source)(unsigned, int, int), int arg) {
+    Unchecked runtime;
     static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "a shuffle moves up to 8 bytes");
     check_width(fn, width);
     Rendezvous& r = join(k_shfl, mask, &var, sizeof(T), false);
@@ -462,6 +522,7 @@ inline void release_barrier(State& s) {
 // Wait until every live thread of the block arrives; the number of arrived
 // threads whose `pred` is nonzero, and in `total` the number that arrived.
 inline unsigned barrier(int pred, unsigned* total) {
+    Unchecked runtime;
     State& s = state();
     Fiber* f = s.current;
     unsigned gen = s.bar_gen, slot = gen & 1u;
@@ -558,6 +619,9 @@ inline void start_fiber(State& s, Fiber& f, unsigned i) {
 
 inline void resume(State& s, Fiber& f) {
     s.current = &f;
+    g_thread_idx = f.thread_idx;
+    memcheck_stack(reinterpret_cast<uintptr_t>(s.stacks) + f.linear * (s.stack_bytes + page_size()) + page_size(),
+                   s.stack_bytes);
 #ifdef NXEMU_USE_UCONTEXT
     swapcontext(&s.sched_ctx, &f.ctx);
 #else
@@ -627,11 +691,12 @@ inline int run_block(State& s, unsigned count) {
     return 0;
 }
 
-// Launch `body` over the grid: 0 done, 1 a fault in the kernel (the device's
-// state is then unknown, as after a GPU's sticky error), 2 a launch the
-// configuration refuses. The message goes to err.
+// Launch `body` over the grid, its accesses checked against the device's
+// allocations `allocs` (n sorted [lo, hi) pairs): 0 done, 1 a fault in the
+// kernel (the device's state is then unknown, as after a GPU's sticky error),
+// 2 a launch the configuration refuses. The message goes to err.
 inline int run_grid(Body body, void* ctx, const unsigned* grid, const unsigned* block, unsigned long shared,
-                    char* err, size_t errlen) {
+                             const unsigned long long* allocs, size_t n_allocs, char* err, size_t errlen) {
     State& s = state();
     unsigned long long count = 1ull * block[0] * block[1] * block[2];
     if (count == 0 || count > 1024 || block[0] > 1024 || block[1] > 1024 || block[2] > 64) {
@@ -666,28 +731,19 @@ inline int run_grid(Body body, void* ctx, const unsigned* grid, const unsigned* 
     fegetenv(&saved);
     fesetenv(FE_DFL_ENV);
     int status = 0;
-    // The bytes past the launch's dynamic shared memory hold a guard pattern
-    // that a block must leave alone: a GPU has no memory there, so a kernel
-    // that writes past what its launch asked for faults here too.
+    g_block_dim = s.block_dim;
+    g_grid_dim = s.grid_dim;
     unsigned char* dyn = nxemu_dynamic_shared_base();
-    const unsigned long cap = nxemu_dynamic_shared_capacity();
-    const unsigned long guard = cap - shared < 4096ul ? cap - shared : 4096ul;
+    memcheck_begin(shared, allocs, n_allocs);
     for (unsigned z = 0; z < grid[2] && status == 0; ++z)
         for (unsigned y = 0; y < grid[1] && status == 0; ++y)
             for (unsigned x = 0; x < grid[0] && status == 0; ++x) {
                 s.block_idx = uint3{x, y, z};
+                g_block_idx = s.block_idx;
                 if (shared > 0) std::memset(dyn, 0xFF, shared);
-                std::memset(dyn + shared, 0xA5, guard);
                 status = run_block(s, n);
-                for (unsigned long i = 0; i < guard && status == 0; ++i)
-                    if (dyn[shared + i] != 0xA5) {
-                        snprintf(s.message, sizeof s.message,
-                                 "block (%u,%u,%u) wrote byte %lu of dynamic shared memory, past the %lu bytes its "
-                                 "launch asked for",
-                                 x, y, z, shared + i, shared);
-                        status = 1;
-                    }
             }
+    memcheck_end();
     fesetenv(&saved);
     s.current = nullptr;
     release_stacks(s);
@@ -701,18 +757,24 @@ template <class... A>
 struct Thunk {
     void (*kernel)(A...);
     void** args;
+    // The parameters are read before checking starts: kernel code, and only
+    // kernel code, runs checked.
     template <size_t... I>
     void call(std::index_sequence<I...>) {
-        kernel(*static_cast<std::remove_cv_t<A>*>(args[I])...);
+        std::tuple<std::remove_cv_t<A>...> values(*static_cast<std::remove_cv_t<A>*>(args[I])...);
+        void (*const entry)(A...) = kernel;
+        memcheck_on();
+        entry(std::get<I>(values)...);
+        memcheck_off();
     }
     static void run(void* self) { static_cast<Thunk*>(self)->call(std::index_sequence_for<A...>{}); }
 };
 
 template <class... A>
-inline int launch(void (*kernel)(A...), const unsigned* grid, const unsigned* block, unsigned long shared, void** args,
-                  char* err, size_t errlen) {
+inline int launch(void (*kernel)(A...), const unsigned* grid, const unsigned* block, unsigned long shared,
+                           void** args, const unsigned long long* allocs, size_t n_allocs, char* err, size_t errlen) {
     Thunk<A...> t{kernel, args};
-    return run_grid(&Thunk<A...>::run, &t, grid, block, shared, err, errlen);
+    return run_grid(&Thunk<A...>::run, &t, grid, block, shared, allocs, n_allocs, err, errlen);
 }
 
 // The number of a kernel's parameters, and their sizes in `sizes`.
@@ -730,10 +792,10 @@ inline int parameters(void (*)(A...), unsigned* sizes, int room) {
 // Built-in variables
 // ---------------------------------------------------------------------------
 
-#define threadIdx (static_cast<const uint3&>(::nxemu::self().thread_idx))
-#define blockIdx (static_cast<const uint3&>(::nxemu::state().block_idx))
-#define blockDim (static_cast<const dim3&>(::nxemu::state().block_dim))
-#define gridDim (static_cast<const dim3&>(::nxemu::state().grid_dim))
+#define threadIdx (static_cast<const uint3&>(::nxemu::g_thread_idx))
+#define blockIdx (static_cast<const uint3&>(::nxemu::g_block_idx))
+#define blockDim (static_cast<const dim3&>(::nxemu::g_block_dim))
+#define gridDim (static_cast<const dim3&>(::nxemu::g_grid_dim))
 
 // ---------------------------------------------------------------------------
 // Synchronisation
@@ -747,6 +809,7 @@ static inline int __syncthreads_and(int pred) {
 }
 static inline int __syncthreads_or(int pred) { return ::nxemu::barrier(pred, nullptr) != 0; }
 static inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
+    ::nxemu::Unchecked runtime;
     ::nxemu::leave(::nxemu::join(::nxemu::k_syncwarp, mask, nullptr, 0, false));
 }
 static inline void __threadfence() {}

@@ -32,18 +32,21 @@ static inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width =
 }
 
 static inline unsigned __ballot_sync(unsigned mask, int pred) {
+    ::nxemu::Unchecked runtime;
     ::nxemu::Rendezvous& r = ::nxemu::join(::nxemu::k_ballot, mask, nullptr, 0, pred != 0);
     unsigned out = r.preds & r.arrived;
     ::nxemu::leave(r);
     return out;
 }
 static inline int __any_sync(unsigned mask, int pred) {
+    ::nxemu::Unchecked runtime;
     ::nxemu::Rendezvous& r = ::nxemu::join(::nxemu::k_any, mask, nullptr, 0, pred != 0);
     int out = (r.preds & r.arrived) != 0;
     ::nxemu::leave(r);
     return out;
 }
 static inline int __all_sync(unsigned mask, int pred) {
+    ::nxemu::Unchecked runtime;
     ::nxemu::Rendezvous& r = ::nxemu::join(::nxemu::k_all, mask, nullptr, 0, pred != 0);
     int out = (r.preds & r.arrived) == r.arrived;
     ::nxemu::leave(r);
@@ -53,6 +56,7 @@ static inline int __all_sync(unsigned mask, int pred) {
 // that have neither exited nor wait elsewhere (see check_complete). Where
 // lanes of a warp call it at different points, the emulator may join them.
 static inline unsigned __activemask() {
+    ::nxemu::Unchecked runtime;
     ::nxemu::Rendezvous& r = ::nxemu::join(::nxemu::k_activemask, 0xFFFFFFFFu, nullptr, 0, false);
     unsigned out = r.arrived;
     ::nxemu::leave(r);
@@ -61,6 +65,7 @@ static inline unsigned __activemask() {
 
 template <class T>
 static inline unsigned __match_any_sync(unsigned mask, T value) {
+    ::nxemu::Unchecked runtime;
     static_assert(sizeof(T) <= 8, "__match_any_sync takes 32- and 64-bit values");
     ::nxemu::Rendezvous& r = ::nxemu::join(::nxemu::k_match_any, mask, &value, sizeof(T), false);
     unsigned out = 0;
@@ -71,6 +76,7 @@ static inline unsigned __match_any_sync(unsigned mask, T value) {
 }
 template <class T>
 static inline unsigned __match_all_sync(unsigned mask, T value, int* pred) {
+    ::nxemu::Unchecked runtime;
     static_assert(sizeof(T) <= 8, "__match_all_sync takes 32- and 64-bit values");
     ::nxemu::Rendezvous& r = ::nxemu::join(::nxemu::k_match_all, mask, &value, sizeof(T), false);
     bool all = true;
@@ -86,6 +92,7 @@ namespace nxemu {
 // The collective reduction of the arrived lanes' values, in lane order.
 template <class T, class F>
 inline T warp_reduce(unsigned mask, T value, F op) {
+    Unchecked runtime;
     Rendezvous& r = join(k_reduce, mask, &value, sizeof(T), false);
     bool first = true;
     T acc = value;
