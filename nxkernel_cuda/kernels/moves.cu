@@ -42,7 +42,7 @@ __device__ __forceinline__ NxkElem nxk_ld_elem(int width, const char* b, nxk_i64
         case 8: e.lo = nxk_ld<nxk_u8>(b, p); break;
         case 16: e.lo = nxk_ld<nxk_u16>(b, p); break;
         case 32: e.lo = nxk_ld<nxk_u32>(b, p); break;
-        case 64: e.lo = nxk_ld<nxk_u64>(b, p); break;
+        case 64: e.lo = nxk_ld_u64_a4(b, p); break;  // complex64 may be 4-byte aligned
         default:
             e.lo = nxk_ld<nxk_u64>(b, 2 * p);
             e.hi = nxk_ld<nxk_u64>(b, 2 * p + 1);
@@ -58,7 +58,7 @@ __device__ __forceinline__ void nxk_st_elem(int width, char* b, nxk_i64 p, NxkEl
         case 8: nxk_st<nxk_u8>(b, p, (nxk_u8)e.lo); break;
         case 16: nxk_st<nxk_u16>(b, p, (nxk_u16)e.lo); break;
         case 32: nxk_st<nxk_u32>(b, p, (nxk_u32)e.lo); break;
-        case 64: nxk_st<nxk_u64>(b, p, e.lo); break;
+        case 64: nxk_st_u64_a4(b, p, e.lo); break;
         default:
             nxk_st<nxk_u64>(b, 2 * p, e.lo);
             nxk_st<nxk_u64>(b, 2 * p + 1, e.hi);

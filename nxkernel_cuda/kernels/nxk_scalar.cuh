@@ -253,6 +253,27 @@ NXK_DEV void nxk_st(char* base, nxk_i64 pos, T v) {
     *(T*)(base + pos * (nxk_i64)sizeof(T)) = v;
 }
 
+// A 64-bit element that may sit at a 4-byte-aligned address (a complex64
+// does: the core aligns it to one part): one 8-byte access where the address
+// is 8-aligned, else two 4-byte accesses, the low word first. An 8-byte
+// access at an address = 4 (mod 8) is a GPU's "misaligned address" fault.
+NXK_DEV nxk_u64 nxk_ld_u64_a4(const char* base, nxk_i64 pos) {
+    const char* at = base + pos * 8;
+    if (((nxk_u64)at & 7ull) == 0ull) return *(const nxk_u64*)at;
+    const nxk_u32* w = (const nxk_u32*)at;
+    return (nxk_u64)w[0] | ((nxk_u64)w[1] << 32);
+}
+NXK_DEV void nxk_st_u64_a4(char* base, nxk_i64 pos, nxk_u64 v) {
+    char* at = base + pos * 8;
+    if (((nxk_u64)at & 7ull) == 0ull) {
+        *(nxk_u64*)at = v;
+        return;
+    }
+    nxk_u32* w = (nxk_u32*)at;
+    w[0] = (nxk_u32)v;
+    w[1] = (nxk_u32)(v >> 32);
+}
+
 // The `width`-bit code of sub-byte element `pos`.
 NXK_DEV nxk_u32 nxk_ld_bits(const char* base, nxk_i64 pos, int width) {
     const nxk_i64 bit = pos * width;
@@ -390,7 +411,7 @@ NXK_DEV void nxk_store_code_of(int dtc, char* d, nxk_i64 p, nxk_u64 c) {
         case 14: nxk_st_u8(d, p, nxk_of_code_u8(c)); break;
         case 15: nxk_st_i4(d, p, nxk_of_code_i4(c)); break;
         case 16: nxk_st_u4(d, p, nxk_of_code_u4(c)); break;
-        case 18: nxk_st<nxk_u64>(d, p, c); break;  // complex64: nxk_code_c64's bits
+        case 18: nxk_st_u64_a4(d, p, c); break;  // complex64 (4-byte aligned): nxk_code_c64's bits
         case 20: nxk_st_bit(d, p, nxk_of_code_bit(c)); break;
         default: nxk_st_bool(d, p, nxk_of_code_bool(c)); break;
     }
