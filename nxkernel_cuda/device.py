@@ -240,6 +240,14 @@ class CudaDevice(CudaRig):
         with cupy.cuda.Device(index):
             self.stream: Final[Any] = cupy.cuda.Stream(non_blocking=True)
 
+    def _current(self) -> Any:
+        """A context in which this GPU is CUDA's current device: every host-side
+        call that touches the device runs in one (a copy on its stream from
+        another device's context fails on a machine with several GPUs)."""
+        import cupy
+
+        return cupy.cuda.Device(self.index)
+
     # ---- memory ---------------------------------------------------------------
 
     def allocate(self, nbytes: int, access: Access = Access.READ_WRITE) -> Memory:
@@ -262,7 +270,7 @@ class CudaDevice(CudaRig):
         try:
             # Allocated with the device's stream current, so CuPy's pool only
             # hands a freed block back to work ordered after its last use.
-            with gpu.guard(self, nbytes), cupy.cuda.Device(self.index), self.stream:
+            with gpu.guard(self, nbytes), self._current(), self.stream:
                 ptr = cupy.cuda.alloc(max(nbytes, 1))
                 cupy.cuda.runtime.memsetAsync(ptr.ptr, 0, max(nbytes, 1), self.stream.ptr)
         except BaseException:
@@ -281,7 +289,7 @@ class CudaDevice(CudaRig):
         self.check()
         out = np.empty(length, dtype=np.uint8)
         if length:
-            with gpu.guard(self):
+            with gpu.guard(self), self._current():
                 src = cast(Any, memory.handle) + offset
                 src.copy_to_host_async(ctypes.c_void_p(out.ctypes.data), length, self.stream)
                 self.stream.synchronize()
@@ -297,7 +305,7 @@ class CudaDevice(CudaRig):
         self.check()
         host = np.ascontiguousarray(data, dtype=np.uint8)
         if host.size:
-            with gpu.guard(self):
+            with gpu.guard(self), self._current():
                 dst = cast(Any, memory.handle) + offset
                 dst.copy_from_host_async(ctypes.c_void_p(host.ctypes.data), host.size, self.stream)
                 self.stream.synchronize()
@@ -317,7 +325,7 @@ class CudaDevice(CudaRig):
         from . import gpu
 
         self.check()
-        with gpu.guard(self):
+        with gpu.guard(self), self._current():
             self.stream.synchronize()
 
 

@@ -53,7 +53,8 @@ def _both(spec: Any, operands: Sequence[tuple[Dtype, Arr]], dtypes: Sequence[Dty
     shapes = getattr(SH, spec.kernel)(spec, [a.shape for _, a in operands])
     assert not isinstance(shapes, SH.Error), shapes
     ops = [least_aligned(dev, dt, a) for dt, a in operands]
-    dsts = [least_aligned(dev, dt, np.zeros(sh, dt.numpy_dtype)) for dt, sh in zip(dtypes, shapes, strict=True)]
+    dsts = [least_aligned(dev, dt, np.zeros(sh, dt.numpy_dtype))
+            for dt, sh in zip(dtypes, shapes, strict=True)]
     assert getattr(LIBRARY, spec.kernel)(spec, dsts, ops) is Answer.DONE
     hops = [Array.from_numpy(np.ascontiguousarray(a), host, dt) for dt, a in operands]
     hdsts = [Array.empty(dt, sh, host) for dt, sh in zip(dtypes, shapes, strict=True)]

@@ -40,19 +40,38 @@ class _OutOfMemory(MemoryError):
     pass
 
 
-class _Ptr:
-    """A stand-in MemoryPointer over host bytes."""
+#: CUDA's current device of the stand-in (cudaSetDevice's), per the stack of
+#: ``Device`` contexts entered.
+_current: list[int] = [0]
 
-    def __init__(self, base: Any, ptr: int) -> None:
-        self.base, self.ptr = base, ptr
+#: cudaErrorInvalidResourceHandle: what CUDA answers a copy queued on a
+#: stream of a device that is not current.
+_INVALID_HANDLE = 400
+
+
+def _on_device(device: int) -> None:
+    """Fail as CUDA does where ``device`` is not the current device."""
+    if _current[-1] != device:
+        raise _Error(_INVALID_HANDLE)
+
+
+class _Ptr:
+    """A stand-in MemoryPointer over host bytes of device ``device``."""
+
+    def __init__(self, base: Any, ptr: int, device: int) -> None:
+        self.base, self.ptr, self.device = base, ptr, device
 
     def __add__(self, offset: int) -> _Ptr:
-        return _Ptr(self.base, self.ptr + offset)
+        return _Ptr(self.base, self.ptr + offset, self.device)
 
-    def copy_to_host_async(self, dst: ctypes.c_void_p, size: int, stream: Any) -> None:
+    def copy_to_host_async(self, dst: ctypes.c_void_p, size: int, stream: _Stream) -> None:
+        _on_device(self.device)
+        _on_device(stream.device)
         ctypes.memmove(dst.value, self.ptr, size)
 
-    def copy_from_host_async(self, src: ctypes.c_void_p, size: int, stream: Any) -> None:
+    def copy_from_host_async(self, src: ctypes.c_void_p, size: int, stream: _Stream) -> None:
+        _on_device(self.device)
+        _on_device(stream.device)
         ctypes.memmove(self.ptr, src.value, size)
 
 
@@ -64,14 +83,28 @@ class _Context:
         pass
 
 
+class _Device(_Context):
+    """``cupy.cuda.Device(i)``: current while its context is entered."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __enter__(self) -> _Device:
+        _current.append(self.index)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _current.pop()
+
+
 class _Stream(_Context):
     ptr = 1234
 
     def __init__(self, non_blocking: bool = False) -> None:
-        pass
+        self.device = _current[-1]  # a stream belongs to the device current at its creation
 
     def synchronize(self) -> None:
-        pass
+        _on_device(self.device)
 
 
 class _Kernel:
@@ -94,6 +127,10 @@ class _Kernel:
 
 
 class _RawModule:
+    #: The emulated device that runs the stand-in's kernels; the stand-in's
+    #: memory is its allocations, which its memory checker lets kernels address.
+    runner: EmuDevice
+
     def __init__(self, path: str) -> None:
         self.path = path
 
@@ -102,7 +139,7 @@ class _RawModule:
             cubin = build.compile(src, "sm_90")
             if str(cubin.path) == self.path:
                 expr = next(k for k, v in cubin.lowered.items() if v == lowered)
-                return _Kernel(driver.load(EmuDevice(9), src).function(expr))
+                return _Kernel(driver.load(_RawModule.runner, src).function(expr))
         raise _Error(500)  # cudaErrorNotFound
 
 
@@ -110,13 +147,15 @@ class _RawModule:
 def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[CudaDevice]:
     """A CudaDevice over the stand-in cupy."""
     held: list[Any] = []
+    runner = _RawModule.runner = EmuDevice(9)
 
     def alloc(n: int) -> _Ptr:
         if n > LIMIT:
             raise _OutOfMemory(n)
         raw = np.zeros(n, dtype=np.uint8)
         held.append(raw)
-        return _Ptr(raw, raw.ctypes.data)
+        runner.allocations.add(raw.ctypes.data, n)
+        return _Ptr(raw, raw.ctypes.data, _current[-1])
 
     runtime = types.SimpleNamespace(
         getDeviceProperties=lambda i: {"name": b"Stand-in H200", "major": 9, "minor": 0,
@@ -127,7 +166,7 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[CudaDevice]:
     cuda = types.SimpleNamespace(
         runtime=runtime, driver=types.SimpleNamespace(CUDADriverError=_Error),
         memory=types.SimpleNamespace(OutOfMemoryError=_OutOfMemory),
-        Device=lambda i: _Context(), Stream=_Stream, alloc=alloc,
+        Device=_Device, Stream=_Stream, alloc=alloc,
     )
     module = types.ModuleType("cupy")
     module.cuda = cuda  # type: ignore[attr-defined]
@@ -198,6 +237,28 @@ def test_a_sticky_error_loses_the_device(gpu: CudaDevice) -> None:
         buf.to_numpy()
     with pytest.raises(Lost):
         gpu.load(lane_sum.source())
+
+
+def test_host_side_calls_make_their_device_current(gpu: CudaDevice) -> None:
+    """With two GPUs, every host-side call on cuda:1 (allocation, copies both
+    ways, synchronisation, a launch) works while cuda:0 is CUDA's current
+    device: each makes its own device current, as the stand-in, like CUDA,
+    refuses a copy on a stream of a device that is not current."""
+    second = CudaDevice(1)
+    data = np.arange(200, dtype=np.int32)
+    with _Device(0):
+        a = Array.from_numpy(data, second)  # allocate and write_bytes
+        assert a.buffer.memory.handle.device == 1  # type: ignore[attr-defined]
+        assert a.to_numpy().tolist() == data.tolist()  # read_bytes
+        second.synchronize()
+        b = Array.empty(D.int32, (200,), second)
+        copy.copy(b, a)  # a launch
+        assert b.to_numpy().tolist() == data.tolist()
+        c = Array.from_numpy(data[::-1].copy(), gpu)  # and cuda:0 alongside
+        assert c.to_numpy()[0] == 199
+    raw: Any = a.buffer.memory.handle
+    with _Device(0), pytest.raises(_Error):  # what a call that does not make its device current meets
+        raw.copy_to_host_async(ctypes.c_void_p(np.empty(4, np.uint8).ctypes.data), 4, second.stream)
 
 
 def test_open_devices_opens_every_gpu(monkeypatch: pytest.MonkeyPatch, gpu: CudaDevice) -> None:
