@@ -30,7 +30,7 @@ import numpy as np
 from nxkernel_core.rig import Lost, OutOfMemory
 
 from .build import Cubin, Source
-from .launch import Arg, Dim3Like, Pointer, check_args, check_launch
+from .launch import SHARED_WITHOUT_OPT_IN, Arg, Dim3Like, LaunchError, Pointer, check_args, check_launch
 
 if TYPE_CHECKING:
     from .device import CudaDevice
@@ -87,25 +87,45 @@ class GpuFunction:
         self.name: Final = name
         self._module = module
         self._kernel = kernel
-        self._shared_set = 48 * 1024  # what a kernel may take without opting in
+        self._shared_set = SHARED_WITHOUT_OPT_IN  # what a kernel may take without opting in
 
     def __repr__(self) -> str:
         return f"GpuFunction({self.name!r} on {self._module.device.name})"
 
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        """The dynamic shared memory a launch may ask for (48 KiB until raised)."""
+        return self._shared_set
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, nbytes: int) -> None:
+        device = self._module.device
+        if not 0 <= nbytes <= device.max_shared_bytes:
+            raise LaunchError(f"{self.name}: max_dynamic_shared_size_bytes {nbytes} is outside"
+                              f" [0, {device.max_shared_bytes}]")
+        import cupy
+
+        with guard(device), cupy.cuda.Device(device.index):
+            self._kernel.max_dynamic_shared_size_bytes = nbytes
+        self._shared_set = nbytes
+
     def __call__(self, grid: Dim3Like, block: Dim3Like, args: Sequence[Arg], *,
                  shared_bytes: int = 0) -> None:
+        """Opt into ``shared_bytes`` where needed, then :meth:`launch`."""
+        if self._shared_set < shared_bytes <= self._module.device.max_shared_bytes:
+            self.max_dynamic_shared_size_bytes = shared_bytes
+        self.launch(grid, block, args, shared_bytes=shared_bytes)
+
+    def launch(self, grid: Dim3Like, block: Dim3Like, args: Sequence[Arg], *, shared_bytes: int = 0) -> None:
         """Queue the kernel on the device's stream (see :class:`~nxkernel_cuda.launch.Function`)."""
         device = self._module.device
         device.check()
-        g, b = check_launch(self.name, grid, block, shared_bytes, device.max_shared_bytes)
+        g, b = check_launch(self.name, grid, block, shared_bytes, device.max_shared_bytes, self._shared_set)
         values = tuple(np.uint64(a.address) if isinstance(a, Pointer) else a
                        for a in check_args(self.name, args))
         import cupy
 
         with guard(device), cupy.cuda.Device(device.index), device.stream:
-            if shared_bytes > self._shared_set:
-                self._kernel.max_dynamic_shared_size_bytes = shared_bytes
-                self._shared_set = shared_bytes
             self._kernel(g.as_tuple(), b.as_tuple(), values, shared_mem=shared_bytes)
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "MAX_BLOCK",
     "MAX_GRID",
     "MAX_THREADS",
+    "SHARED_WITHOUT_OPT_IN",
     "Arg",
     "Dim3",
     "Dim3Like",
@@ -51,6 +52,10 @@ MAX_THREADS: Final = 1024
 MAX_BLOCK: Final = (1024, 1024, 64)
 #: A grid's extents, at most.
 MAX_GRID: Final = (2**31 - 1, 65535, 65535)
+#: Dynamic shared memory a kernel may take before it opts into more
+#: (``max_dynamic_shared_size_bytes``, CUDA's
+#: ``cudaFuncAttributeMaxDynamicSharedMemorySize``).
+SHARED_WITHOUT_OPT_IN: Final = 48 * 1024
 
 
 class LaunchError(ValueError):
@@ -111,10 +116,11 @@ Arg: TypeAlias = "Pointer | np.number | np.bool_"
 
 
 def check_launch(name: str, grid: Dim3Like, block: Dim3Like, shared_bytes: int,
-                 max_shared_bytes: int) -> tuple[Dim3, Dim3]:
+                 max_shared_bytes: int, opted_in: int | None = None) -> tuple[Dim3, Dim3]:
     """The grid and block of a launch of kernel ``name`` as Dim3; a
-    :class:`LaunchError` naming the kernel where CUDA would refuse them or the
-    dynamic shared memory exceeds ``max_shared_bytes``."""
+    :class:`LaunchError` naming the kernel where CUDA would refuse them, the
+    dynamic shared memory exceeds ``max_shared_bytes`` (the device's), or it
+    exceeds ``opted_in`` (the kernel's ``max_dynamic_shared_size_bytes``)."""
     g, b = Dim3.of(grid), Dim3.of(block)
     problems = []
     if min(g.as_tuple()) < 1 or any(v > m for v, m in zip(g.as_tuple(), MAX_GRID, strict=True)):
@@ -125,6 +131,10 @@ def check_launch(name: str, grid: Dim3Like, block: Dim3Like, shared_bytes: int,
         problems.append(f"block {b.as_tuple()} has {b.count} threads, more than {MAX_THREADS}")
     if not 0 <= shared_bytes <= max_shared_bytes:
         problems.append(f"{shared_bytes} bytes of dynamic shared memory is outside [0, {max_shared_bytes}]")
+    elif opted_in is not None and shared_bytes > opted_in:
+        problems.append(f"{shared_bytes} bytes of dynamic shared memory is more than the {opted_in} the"
+                        " kernel opted into (max_dynamic_shared_size_bytes;"
+                        f" {SHARED_WITHOUT_OPT_IN} without opting in)")
     if problems:
         raise LaunchError(f"launch of {name}: " + "; ".join(problems))
     return g, b
@@ -160,10 +170,21 @@ class Function(Protocol):
         """The kernel's name expression."""
         ...
 
+    max_dynamic_shared_size_bytes: int
+    """The dynamic shared memory a launch may ask for (CUDA's function
+    attribute): :data:`SHARED_WITHOUT_OPT_IN` until raised, at most the device's."""
+
+    def launch(self, grid: Dim3Like, block: Dim3Like, args: Sequence[Arg], *, shared_bytes: int = 0) -> None:
+        """Launch as ``cuLaunchKernel`` does: refused (``LaunchError``) where
+        ``shared_bytes`` exceeds ``max_dynamic_shared_size_bytes``."""
+        ...
+
     def __call__(self, grid: Dim3Like, block: Dim3Like, args: Sequence[Arg], *,
                  shared_bytes: int = 0) -> None:
         """Launch over ``grid`` blocks of ``block`` threads with ``args`` and
-        ``shared_bytes`` of dynamic shared memory per block.
+        ``shared_bytes`` of dynamic shared memory per block, first raising
+        ``max_dynamic_shared_size_bytes`` to ``shared_bytes`` where it is less
+        (the opt-in a launch of more than 48 KiB needs).
 
         Raises:
             LaunchError: the configuration or the arguments are refused.

@@ -49,7 +49,16 @@ from nxkernel_core.rig import Lost
 
 from .. import cache
 from ..build import KERNEL_DIR, CompileError, Source, headers, render
-from ..launch import Arg, Dim3Like, LaunchError, Pointer, arg_bytes, check_args, check_launch
+from ..launch import (
+    SHARED_WITHOUT_OPT_IN,
+    Arg,
+    Dim3Like,
+    LaunchError,
+    Pointer,
+    arg_bytes,
+    check_args,
+    check_launch,
+)
 
 if TYPE_CHECKING:
     from nxkernel_core.rig import Rig
@@ -305,7 +314,7 @@ _LAUNCH_LOCK: Final = threading.Lock()
 class EmuFunction:
     """A kernel of an emulated module; launches as the GPU path's functions do."""
 
-    __slots__ = ("_launch", "_module", "_sizes", "name")
+    __slots__ = ("_launch", "_module", "_opted_in", "_sizes", "name")
 
     def __init__(self, module: EmuModule, name: str, index: int) -> None:
         lib = module._library()
@@ -322,6 +331,7 @@ class EmuFunction:
         sizes = (ctypes.c_uint * room)()
         count = params(sizes, room)
         self._sizes: Final = tuple(int(sizes[i]) for i in range(min(count, room)))
+        self._opted_in = SHARED_WITHOUT_OPT_IN
 
     def __repr__(self) -> str:
         return f"EmuFunction({self.name!r} on {self._module.device.name})"
@@ -331,12 +341,30 @@ class EmuFunction:
         """The byte size of each of the kernel's parameters."""
         return self._sizes
 
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        """The dynamic shared memory a launch may ask for (48 KiB until raised)."""
+        return self._opted_in
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, nbytes: int) -> None:
+        if not 0 <= nbytes <= DYNAMIC_SHARED_BYTES:
+            raise LaunchError(f"{self.name}: max_dynamic_shared_size_bytes {nbytes} is outside"
+                              f" [0, {DYNAMIC_SHARED_BYTES}]")
+        self._opted_in = nbytes
+
     def __call__(self, grid: Dim3Like, block: Dim3Like, args: Sequence[Arg], *,
                  shared_bytes: int = 0) -> None:
+        """Opt into ``shared_bytes`` where needed, then :meth:`launch`."""
+        if self._opted_in < shared_bytes <= DYNAMIC_SHARED_BYTES:
+            self.max_dynamic_shared_size_bytes = shared_bytes
+        self.launch(grid, block, args, shared_bytes=shared_bytes)
+
+    def launch(self, grid: Dim3Like, block: Dim3Like, args: Sequence[Arg], *, shared_bytes: int = 0) -> None:
         """Launch the kernel and run it to its end (see :class:`~nxkernel_cuda.launch.Function`)."""
         device = self._module.device
         device.check()
-        g, b = check_launch(self.name, grid, block, shared_bytes, DYNAMIC_SHARED_BYTES)
+        g, b = check_launch(self.name, grid, block, shared_bytes, DYNAMIC_SHARED_BYTES, self._opted_in)
         values = check_args(self.name, args)
         blob, pointers = self._marshal(values)
         grid3 = (ctypes.c_uint * 3)(*g.as_tuple())

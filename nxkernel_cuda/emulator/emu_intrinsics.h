@@ -152,20 +152,28 @@ static inline double __int2double_rn(int x) { return double(x); }
 static inline double __uint2double_rn(unsigned x) { return double(x); }
 static inline double __ll2double_rn(long long x) { return double(x); }
 static inline double __ull2double_rn(unsigned long long x) { return double(x); }
-static inline float __double2float_rn(double x) { return float(x); }
+static inline float __double2float_rn(double x) { return x != x ? ::nxemu::bits<float>(0x7fffffffu) : float(x); }
 
 // ---------------------------------------------------------------------------
 // Float arithmetic
 // ---------------------------------------------------------------------------
 
-// Correctly rounded (the _rn forms; nothing contracts into an fma).
-static inline float __fadd_rn(float a, float b) { return a + b; }
-static inline float __fsub_rn(float a, float b) { return a - b; }
-static inline float __fmul_rn(float a, float b) { return a * b; }
-static inline float __fdiv_rn(float a, float b) { return a / b; }
-static inline float __frcp_rn(float a) { return 1.0f / a; }
-static inline float __fsqrt_rn(float a) { return sqrtf(a); }
-static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+namespace nxemu {
+// The GPU's float32 NaN: its float arithmetic and cvt to float32 return the
+// canonical NaN 0x7fffffff whatever the operands' payloads (x86 keeps an
+// operand's payload, or makes 0xffc00000).
+inline float gpu_f32(float r) { return r != r ? bits<float>(0x7fffffffu) : r; }
+}  // namespace nxemu
+
+// Correctly rounded (the _rn forms; nothing contracts into an fma), with the
+// GPU's NaN (an operator on floats keeps x86's: see README.md).
+static inline float __fadd_rn(float a, float b) { return ::nxemu::gpu_f32(a + b); }
+static inline float __fsub_rn(float a, float b) { return ::nxemu::gpu_f32(a - b); }
+static inline float __fmul_rn(float a, float b) { return ::nxemu::gpu_f32(a * b); }
+static inline float __fdiv_rn(float a, float b) { return ::nxemu::gpu_f32(a / b); }
+static inline float __frcp_rn(float a) { return ::nxemu::gpu_f32(1.0f / a); }
+static inline float __fsqrt_rn(float a) { return ::nxemu::gpu_f32(sqrtf(a)); }
+static inline float __fmaf_rn(float a, float b, float c) { return ::nxemu::gpu_f32(fmaf(a, b, c)); }
 static inline double __dadd_rn(double a, double b) { return a + b; }
 static inline double __dsub_rn(double a, double b) { return a - b; }
 static inline double __dmul_rn(double a, double b) { return a * b; }
@@ -178,11 +186,11 @@ static inline float __saturatef(float x) { return x != x ? 0.0f : (x < 0.0f ? 0.
 // What the GPU computes approximately: libm's (or an exact) result here,
 // which need not have the GPU's bits. (Macros where glibc's math.h already
 // declares the name for its own use.)
-static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline float rsqrtf(float x) { return ::nxemu::gpu_f32(1.0f / sqrtf(x)); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 static inline float rcbrtf(float x) { return 1.0f / cbrtf(x); }
 static inline double rcbrt(double x) { return 1.0 / cbrt(x); }
-static inline float __fdividef(float a, float b) { return a / b; }
+static inline float __fdividef(float a, float b) { return ::nxemu::gpu_f32(a / b); }
 #define __expf(x) expf(x)
 #define __exp10f(x) exp10f(x)
 #define __logf(x) logf(x)

@@ -122,11 +122,12 @@ template <typename A> NXK_ATTN_DEV A nxk_attn_lse_of(A m, A l) {
 
 // Two float32 weights rounded to nearest, ties to even, into bfloat16
 // (BF16) or float16 codes, packed into one word: lo in the low half, as an
-// mma.sync fragment holds two consecutive elements.
+// mma.sync fragment holds two consecutive elements. A NaN is cvt's 0x7FFF
+// (both formats), which the emulated path gives too.
 template <bool BF16> NXK_ATTN_DEV nxk_u32 nxk_attn_pack(float lo, float hi) {
 #ifdef NXKERNEL_EMULATE
-    const nxk_u32 a = BF16 ? nxk_bf16_of_f32(lo) : nxk_f16_of_f32(lo);
-    const nxk_u32 b = BF16 ? nxk_bf16_of_f32(hi) : nxk_f16_of_f32(hi);
+    const nxk_u32 a = lo != lo ? 0x7FFFu : (BF16 ? nxk_bf16_of_f32(lo) : nxk_f16_of_f32(lo));
+    const nxk_u32 b = hi != hi ? 0x7FFFu : (BF16 ? nxk_bf16_of_f32(hi) : nxk_f16_of_f32(hi));
     return a | (b << 16);
 #else
     nxk_u32 d;
