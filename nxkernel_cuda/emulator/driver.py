@@ -7,10 +7,13 @@ Rules:
   source), into a shared object, with :data:`FLAGS` (IEEE floating point: no
   fast math, no contraction into fma).
   For each of the source's kernels it generates an ``extern "C"`` launcher,
-  ``nxemu_launch_<i>(grid[3], block[3], shared_bytes, args, err, errlen)``,
-  ``args`` being an array of pointers to the parameters' bytes as in
-  ``cuLaunchKernel``, and ``nxemu_params_<i>`` giving the parameters' sizes,
-  so that a launch is checked against the kernel's signature before it runs.
+  ``nxemu_launch_<i>(grid[3], block[3], shared_bytes, args, allocs, n_allocs,
+  err, errlen)``, ``args`` being an array of pointers to the parameters' bytes
+  as in ``cuLaunchKernel`` and ``allocs`` the device's live allocations
+  (:class:`Allocations`), and ``nxemu_params_<i>`` giving the parameters'
+  sizes, so that a launch is checked against the kernel's signature before it
+  runs. The source is compiled with :data:`CHECK_FLAGS`, the memory checker's
+  instrumentation (``emu_memcheck.h``), and linked without it.
   A second translation unit defines the dynamic shared memory under every
   name an ``extern __shared__`` declaration of the source or the headers uses;
   it needs no header. The emulator's header is precompiled once per compiler,
@@ -23,8 +26,10 @@ Rules:
   process-wide (one lock), so the emulator's atomics and its deterministic
   order hold between launches from several Python threads too.
 * A fault in a kernel (``__trap()``, a deadlock, a warp collective whose mask
-  leaves out its caller) loses the device, as a sticky error loses a GPU:
-  the launch raises ``Lost`` and so does every later use of the device.
+  leaves out its caller, an access misaligned for its type or outside the
+  device's allocations, the block's shared memory, the thread's stack and the
+  module) loses the device, as a sticky error loses a GPU: the launch raises
+  ``Lost`` and so does every later use of the device.
 """
 
 from __future__ import annotations
