@@ -39,7 +39,6 @@ from nxkernel_core.array import Array
 from nxkernel_core.kernel import Library, check_library
 from nxkernel_core.prog import Prog
 from nxkernel_host import lanes
-from nxkernel_host.blas import pinned_blas
 from nxkernel_host.library import library
 
 LIB: Library = check_library(library)
@@ -87,14 +86,16 @@ def _peak(f: Callable[[], Any]) -> int:
 
 @contextlib.contextmanager
 def _threads(n: int) -> Iterator[None]:
-    """Ours on n threads, PyTorch's intra-op pool on n, and NumPy's BLAS on one
-    thread where n is 1."""
+    """Ours on n threads, PyTorch's intra-op pool on n, and NumPy's BLAS (the
+    textbook version's) on n."""
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
     previous = lanes.set_workers(n)
     torch_previous = torch.get_num_threads() if torch is not None else 0
     if torch is not None:
         torch.set_num_threads(n)
     try:
-        with pinned_blas if n == 1 else contextlib.nullcontext():
+        with threadpool_limits(n, user_api="blas"):
             yield
     finally:
         lanes.set_workers(previous)
