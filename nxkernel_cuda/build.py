@@ -67,6 +67,7 @@ OPTIONS: Final[tuple[str, ...]] = (
     "-prec-sqrt=true",   # IEEE round-to-nearest square root
     "-ftz=false",        # subnormals kept, never flushed to zero
     "-std=c++17",
+    "--ptxas-options=-v",  # ptxas's report of registers, spills, smem in the log (nxkernel_cuda.ptxas)
 )
 
 #: The architectures CI compiles every source for.

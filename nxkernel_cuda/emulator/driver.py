@@ -112,11 +112,13 @@ FLAGS: Final[tuple[str, ...]] = (
 )
 
 #: The instrumentation of the memory checker (``emu_memcheck.h``): every load
-#: and store a call to the emulator's bounds check, every access through a
-#: pointer an inline test of the alignment of its type. The checks are the
-#: emulator's own functions; no sanitizer library is linked.
+#: and store a call to the emulator's check of its alignment and bounds. The
+#: checks are the emulator's own functions; no sanitizer library is linked.
+#: (-fsanitize=alignment, an inline test of each pointer's type alignment,
+#: costs g++ 40% more compile time; the sized hooks see the same misaligned
+#: accesses but those of under-aligned aggregates.)
 CHECK_FLAGS: Final[tuple[str, ...]] = (
-    "-fsanitize=kernel-address", "-fsanitize=alignment",
+    "-fsanitize=kernel-address",
     "--param=asan-instrumentation-with-call-threshold=0", "--param=asan-stack=0", "--param=asan-globals=0",
     "--param=asan-use-after-return=0", "-fno-sanitize-address-use-after-scope",
 )

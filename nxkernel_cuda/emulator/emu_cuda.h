@@ -97,7 +97,7 @@
 #define NXEMU_EXPORT extern "C" __attribute__((visibility("default")))
 
 // The memory checker's own functions (emu_memcheck.h) are not instrumented.
-#define NXEMU_RT __attribute__((no_sanitize_address, no_sanitize("alignment")))
+#define NXEMU_RT __attribute__((no_sanitize_address))
 
 // ---------------------------------------------------------------------------
 // Vector types, dim3 (CUDA's vector_types.h: 2- and 4-vectors aligned to
@@ -233,10 +233,16 @@ struct State {
     }
 };
 
-// The regions a running kernel may address. Invariant: while no kernel runs,
-// `hit` spans every address (so nothing is checked) and `on` is false.
+// The regions a running kernel may address, and whether its code runs now
+// (`on`; off while the runtime runs: the scheduler, a barrier, a warp
+// collective, a fault read the runtime's own state, which no kernel may
+// address). `hit` caches the allocations found last (HITS of them, replaced
+// in turn), so that a kernel that walks a few arrays finds each at once.
+constexpr unsigned HITS = 4;
 struct Memcheck {
-    uintptr_t hit_lo = 0, hit_len = ~uintptr_t(0);  // the allocation found last
+    bool on = false;
+    unsigned next_hit = 0;
+    uintptr_t hit_lo[HITS] = {}, hit_len[HITS] = {};
     uintptr_t shared_lo = 0, shared_len = 0;        // thread-local block up to the launch's dynamic bytes
     uintptr_t stack_lo = 0, stack_len = 0;          // the running fiber's stack
     uintptr_t tail_lo = 0, tail_len = 0;            // thread-local bytes after the dynamic storage
@@ -244,25 +250,12 @@ struct Memcheck {
     uintptr_t dyn_lo = 0, dyn_asked = 0, dyn_cap = 0;
     const unsigned long long* allocs = nullptr;     // sorted [lo, hi) pairs
     size_t nallocs = 0;
-    bool on = false;
 };
 
 inline Memcheck g_check;
 
-// Checking stops while the runtime runs (the scheduler, a barrier, a warp
-// collective, a fault): it reads its own state, which no kernel may address.
-// `hit` spanning everything makes the inline check pass at once.
-NXEMU_RT inline void memcheck_off() {
-    g_check.on = false;
-    g_check.hit_lo = 0;
-    g_check.hit_len = ~uintptr_t(0);
-}
-
-// Checking resumes in kernel code; the allocation found last is forgotten.
-NXEMU_RT inline void memcheck_on() {
-    g_check.hit_lo = g_check.hit_len = 0;
-    g_check.on = true;
-}
+NXEMU_RT inline void memcheck_off() { g_check.on = false; }
+NXEMU_RT inline void memcheck_on() { g_check.on = true; }
 
 // The runtime called from kernel code: unchecked for the guard's scope.
 struct Unchecked {

@@ -4,16 +4,17 @@
 //
 // The driver compiles each source with g++'s instrumentation and no runtime
 // library of g++'s: -fsanitize=kernel-address with outline calls makes every
-// load and store a call to __asan_{load,store}{1,2,4,8,16,N}_noabort(address),
-// and -fsanitize=alignment makes every access through a pointer or reference
-// of type T test `address % alignof(T)` inline and call
-// __ubsan_handle_type_mismatch_v1 where it fails. This header defines those
+// load and store a call to __asan_{load,store}{1,2,4,8,16}_noabort(address)
+// for an access of a type aligned to its size n, or
+// __asan_{load,store}N_noabort(address, n) for an under-aligned aggregate
+// (a struct of two floats) or a builtin memcpy. This header defines those
 // functions. While a kernel runs (`on`), an access
 //
-//  * through a pointer misaligned for its type faults: a GPU's load or store
-//    of n bytes needs an address that is a multiple of n, and NVRTC emits the
-//    type's own width (a struct of two floats is two 4-byte accesses, a
-//    float2 or an unsigned long long one 8-byte access);
+//  * of a type aligned to its size n faults where its address is not a
+//    multiple of n: a GPU's load or store of n bytes needs one, and NVRTC
+//    emits the type's own width (an unsigned long long or a float2 is one
+//    8-byte access; a struct of two floats is two 4-byte accesses, which the
+//    N hooks leave unchecked for alignment);
 //  * of n bytes at address a faults unless [a, a + n) lies inside one of:
 //    a live allocation of the launch's device (the table the driver passes),
 //    the block's shared memory (the module's thread-local block, with the
@@ -89,6 +90,7 @@ NXEMU_RT inline void memcheck_begin(unsigned long shared, const unsigned long lo
     c.allocs = allocs;
     c.nallocs = n;
     c.stack_lo = c.stack_len = 0;
+    for (unsigned i = 0; i < HITS; ++i) c.hit_lo[i] = c.hit_len[i] = 0;
     memcheck_off();  // until a kernel's code runs
 }
 
@@ -152,70 +154,62 @@ NXEMU_RT __attribute__((noinline)) inline void check_slow(uintptr_t a, size_t n,
         const size_t i = nearest_allocation(a);
         const uintptr_t lo = c.allocs[2 * i], len = c.allocs[2 * i + 1] - lo;
         if (inside(a, n, lo, len)) {
-            c.hit_lo = lo;
-            c.hit_len = len;
+            c.hit_lo[c.next_hit] = lo;
+            c.hit_len[c.next_hit] = len;
+            c.next_hit = (c.next_hit + 1) % HITS;
             return;
         }
     }
     out_of_bounds(a, n, store);
 }
 
-// The check of every access of n bytes at a: inline range compares of the
-// allocation found last, the shared memory and the stack, then a search.
-NXEMU_RT inline void check(uintptr_t a, size_t n, bool store) {
+NXEMU_RT inline const char* space_of(uintptr_t a) {
     const Memcheck& c = g_check;
-    if (inside(a, n, c.hit_lo, c.hit_len) || inside(a, n, c.shared_lo, c.shared_len) ||
-        inside(a, n, c.stack_lo, c.stack_len))
-        return;
-    check_slow(a, n, store);
+    if (inside(a, 1, c.stack_lo, c.stack_len)) return "__local__";
+    if (inside(a, 1, c.shared_lo, c.shared_len) || inside(a, 1, c.dyn_lo, c.dyn_cap) ||
+        inside(a, 1, c.tail_lo, c.tail_len))
+        return "__shared__";
+    return "__global__";
 }
 
-// g++'s description of a misaligned access (libubsan's TypeMismatchData).
-struct SourceLocation {
-    const char* file;
-    unsigned line, column;
-};
-struct TypeDescriptor {
-    unsigned short kind, info;
-    char name[1];
-};
-struct TypeMismatch {
-    SourceLocation loc;
-    const TypeDescriptor* type;
-    unsigned char log_alignment;
-    unsigned char check_kind;
-};
+[[noreturn]] NXEMU_RT __attribute__((noinline)) inline void misaligned(uintptr_t a, size_t n, bool store) {
+    fault("invalid %s %s of %zu bytes at 0x%lx: misaligned address, not a multiple of %zu", space_of(a),
+          store ? "write" : "read", n, (unsigned long)a, n);
+}
 
-NXEMU_RT inline const char* access_kind(unsigned char k) {
-    static const char* const names[] = {"read",        "write",       "reference to",   "member access through",
-                                        "member call on", "constructor call on", "downcast of", "downcast of",
-                                        "upcast of",   "cast to virtual base of", "_Nonnull binding to",
-                                        "dynamic operation on"};
-    return k < sizeof names / sizeof names[0] ? names[k] : "access through";
+// The check of every access of n bytes at a: its alignment where `aligned`
+// (g++ calls the fixed-size hooks for an access of a type aligned to its
+// size, the N hooks for an under-aligned aggregate or a builtin memcpy, which
+// a GPU splits into narrower accesses), then inline range compares of the
+// allocations found last, the shared memory and the stack, then a search.
+NXEMU_RT inline void check(uintptr_t a, size_t n, bool store, bool aligned) {
+    const Memcheck& c = g_check;
+    if (!c.on) return;
+    if (aligned && (a & (n - 1)) != 0) misaligned(a, n, store);
+    static_assert(HITS == 4, "the compares below are unrolled");
+    if (inside(a, n, c.hit_lo[0], c.hit_len[0]) || inside(a, n, c.hit_lo[1], c.hit_len[1]) ||
+        inside(a, n, c.hit_lo[2], c.hit_len[2]) || inside(a, n, c.hit_lo[3], c.hit_len[3]) ||
+        inside(a, n, c.shared_lo, c.shared_len) || inside(a, n, c.stack_lo, c.stack_len))
+        return;
+    check_slow(a, n, store);
 }
 
 }  // namespace nxemu
 
 // The functions g++'s instrumentation calls (hidden: each module has its own).
 #define NXEMU_HOOK extern "C" NXEMU_RT __attribute__((visibility("hidden")))
-#define NXEMU_HOOKS(N)                                                                               \
-    NXEMU_HOOK void __asan_load##N##_noabort(uintptr_t a) { ::nxemu::check(a, N, false); }           \
-    NXEMU_HOOK void __asan_store##N##_noabort(uintptr_t a) { ::nxemu::check(a, N, true); }
+#define NXEMU_HOOKS(N)                                                                                 \
+    NXEMU_HOOK void __asan_load##N##_noabort(uintptr_t a) { ::nxemu::check(a, N, false, true); }       \
+    NXEMU_HOOK void __asan_store##N##_noabort(uintptr_t a) { ::nxemu::check(a, N, true, true); }
 NXEMU_HOOKS(1)
 NXEMU_HOOKS(2)
 NXEMU_HOOKS(4)
 NXEMU_HOOKS(8)
 NXEMU_HOOKS(16)
 #undef NXEMU_HOOKS
-NXEMU_HOOK void __asan_loadN_noabort(uintptr_t a, size_t n) { ::nxemu::check(a, n, false); }
-NXEMU_HOOK void __asan_storeN_noabort(uintptr_t a, size_t n) { ::nxemu::check(a, n, true); }
+NXEMU_HOOK void __asan_loadN_noabort(uintptr_t a, size_t n) { ::nxemu::check(a, n, false, false); }
+NXEMU_HOOK void __asan_storeN_noabort(uintptr_t a, size_t n) { ::nxemu::check(a, n, true, false); }
 NXEMU_HOOK void __asan_handle_no_return() {}
-NXEMU_HOOK void __ubsan_handle_type_mismatch_v1(::nxemu::TypeMismatch* d, uintptr_t p) {
-    if (!::nxemu::g_check.on) return;
-    const unsigned long align = 1ul << d->log_alignment;
-    ::nxemu::fault("misaligned address 0x%lx: %s a %s, which needs %lu-byte alignment", (unsigned long)p,
-                   ::nxemu::access_kind(d->check_kind), d->type != nullptr ? d->type->name : "value", align);
-}
 #undef NXEMU_HOOK
 
 #endif  // NXKERNEL_EMU_MEMCHECK_H

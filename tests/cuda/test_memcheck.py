@@ -53,11 +53,12 @@ _THREAD = rf"kernel fault_global faulted: block \(0,0,0\) thread \({WHO},0,0\): 
 
 
 @pytest.mark.parametrize(("offset", "width", "store", "what"), [
-    (4, 8, False, r"misaligned address 0x[0-9a-f]+: read a 'const nxk_u64', which needs 8-byte alignment"),
-    (2, 4, True, r"misaligned address 0x[0-9a-f]+: write a 'nxk_u32', which needs 4-byte alignment"),
-    (1, 2, False, r"misaligned address 0x[0-9a-f]+: read a 'const nxk_u16', which needs 2-byte alignment"),
-    (8, 16, False, r"misaligned address 0x[0-9a-f]+: [a-z ]+ a 'const struct uint4', which needs 16-byte"),
-    (8, 16, True, r"misaligned address 0x[0-9a-f]+: write a 'struct uint4', which needs 16-byte"),
+    (4, 8, False, r"invalid __global__ read of 8 bytes at 0x[0-9a-f]+: misaligned address, not a multiple"
+                  r" of 8"),
+    (2, 4, True, r"invalid __global__ write of 4 bytes at 0x[0-9a-f]+: misaligned address, not a multiple"
+                 r" of 4"),
+    (1, 2, False, r"invalid __global__ read of 2 bytes at 0x[0-9a-f]+: misaligned address, not a multiple"
+                  r" of 2"),
     (N, 4, False, r"invalid __global__ read of 4 bytes at 0x[0-9a-f]+: 4 bytes past the end of the nearest"
                   rf" allocation, 0x[0-9a-f]+ of {N} bytes"),
     (N + 64, 8, True, r"invalid __global__ write of 8 bytes at 0x[0-9a-f]+: 72 bytes past the end"),
@@ -116,9 +117,9 @@ def test_shared_accesses_past_the_launchs_bytes_or_misaligned_fault(emu: EmuDevi
     dev = EmuDevice(0)
     fn = dev.load(FAULTS).function("fault_shared")
     _m, out = _arrays(dev)
-    with pytest.raises(Lost, match=r"kernel fault_shared faulted: block \(0,0,0\) thread \(5,0,0\):"
-                                   r" misaligned address 0x[0-9a-f]+: read a 'const nxk_u64', which needs"
-                                   r" 8-byte"):
+    with pytest.raises(Lost, match=r"kernel fault_shared faulted: block \(0,0,0\) thread \(5,0,0\): invalid"
+                                   r" __shared__ read of 8 bytes at 0x[0-9a-f]+: misaligned address, not a"
+                                   r" multiple of 8"):
         fn(1, 64, [np.int64(4), np.int32(8), np.int32(WHO), dev.pointer(out.buffer)], shared_bytes=64)
 
 
