@@ -11,7 +11,8 @@
 // functions. While a kernel runs (`on`), an access
 //
 //  * of a type aligned to its size n faults where its address is not a
-//    multiple of n: a GPU's load or store of n bytes needs one, and NVRTC
+//    multiple of n (of 8 for 16 bytes, which g++ also calls the 16-byte hook
+//    for when 8-aligned): a GPU's load or store of n bytes needs one, and NVRTC
 //    emits the type's own width (an unsigned long long or a float2 is one
 //    8-byte access; a struct of two floats is two 4-byte accesses, which the
 //    N hooks leave unchecked for alignment);
@@ -179,13 +180,14 @@ NXEMU_RT inline const char* space_of(uintptr_t a) {
 
 // The check of every access of n bytes at a: its alignment where `aligned`
 // (g++ calls the fixed-size hooks for an access of a type aligned to its
-// size, the N hooks for an under-aligned aggregate or a builtin memcpy, which
-// a GPU splits into narrower accesses), then inline range compares of the
-// allocations found last, the shared memory and the stack, then a search.
+// size, or to 8 bytes for a 16-byte one, as a pair of doubles; the N hooks
+// for an under-aligned aggregate or a builtin memcpy, which a GPU splits into
+// narrower accesses), then inline range compares of the allocations found
+// last, the shared memory and the stack, then a search.
 NXEMU_RT inline void check(uintptr_t a, size_t n, bool store, bool aligned) {
     const Memcheck& c = g_check;
     if (!c.on) return;
-    if (aligned && (a & (n - 1)) != 0) misaligned(a, n, store);
+    if (aligned && (a & ((n < 8 ? n : 8) - 1)) != 0) misaligned(a, n < 8 ? n : 8, store);
     static_assert(HITS == 4, "the compares below are unrolled");
     if (inside(a, n, c.hit_lo[0], c.hit_len[0]) || inside(a, n, c.hit_lo[1], c.hit_len[1]) ||
         inside(a, n, c.hit_lo[2], c.hit_len[2]) || inside(a, n, c.hit_lo[3], c.hit_len[3]) ||
