@@ -555,10 +555,11 @@ inline void fiber_entry() { fiber_main(); }
 
 inline size_t page_size() { return size_t(sysconf(_SC_PAGESIZE)); }
 
-// Stack bytes per fiber: $NXKERNEL_EMU_STACK_KIB KiB, 64 KiB by default.
+// Stack bytes per fiber: $NXKERNEL_EMU_STACK_KIB KiB, 256 KiB by default (the memory
+// checker's instrumentation deepens frames: the matrix routines overflowed 64 KiB).
 inline size_t wanted_stack() {
     const char* e = getenv("NXKERNEL_EMU_STACK_KIB");
-    size_t kib = 64;
+    size_t kib = 256;
     if (e != nullptr && *e != '\0') kib = strtoul(e, nullptr, 10);
     if (kib < 16) kib = 16;
     size_t ps = page_size();
