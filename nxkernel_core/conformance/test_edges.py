@@ -363,3 +363,87 @@ def test_scatter_add_fixed_chains(subject: Subject, data: Data) -> None:
             continue
         scatter_chain_check(subject, dt, spec, out.results[0], into_v, idx, upd_v)
 
+
+
+# --------------------------------------------------------------------------
+# Contract: every dtype pairing
+# --------------------------------------------------------------------------
+
+#: The accumulators a contraction is held to.
+_ACCS: Final = (D.float32, D.float64, D.int32, D.int64, D.complex64, D.complex128)
+
+
+def _small(dt: Dtype, shape: tuple[int, ...], seed: int) -> Arr:
+    """Integers 0 to 3 (0 and 1 for booleans) as host elements of ``dt``:
+    exact in every dtype, so every product and sum is."""
+    v = np.random.default_rng(seed).integers(0, 2 if dt.is_bool else 4, shape)
+    if dt.is_bool:
+        return v.astype(np.bool_)
+    if dt.is_float:
+        return np.asarray(D.of_float(dt, v.astype(np.float64)))
+    return v.astype(dt.numpy_dtype)
+
+
+def _number(dt: Dtype, v: Arr) -> Arr:
+    """Host elements as complex128 numbers (booleans as 0 and 1)."""
+    if dt.is_bool:
+        return (O.units(v)[..., 0] != 0).astype(np.complex128)
+    if dt.is_float:
+        return O.to_float64(dt, v).astype(np.complex128)
+    return np.asarray(v).astype(np.complex128)
+
+
+def _stored(dst: Dtype, exact: Arr) -> Arr | None:
+    """The exact result stored into ``dst`` (floats by the store rule, integers
+    wrapping, complex part by part), or None where the kinds do not match."""
+    if dst.is_complex:
+        return exact.astype(dst.numpy_dtype)
+    if dst.is_float:
+        return np.asarray(D.of_float(dst, exact.real))
+    if dst.is_int:
+        lo, hi = dst.int_range
+        ints = [((int(x) - lo) % (hi - lo + 1)) + lo for x in exact.real.reshape(-1)]
+        return np.asarray(ints, dtype=object).reshape(exact.shape).astype(dst.numpy_dtype) \
+            if dst.bits >= 8 else np.asarray(ints, dtype=np.int64).reshape(exact.shape).astype(
+                dst.numpy_dtype)
+    return None
+
+
+def _matches(acc: Dtype, dst: Dtype) -> bool:
+    return (acc.is_int and dst.is_int) or (acc.is_complex and dst.is_complex) or \
+        (acc.is_float and dst.is_float)
+
+
+@law("contract")
+def test_contract_dtype_pairings(subject: Subject, data: Data) -> None:
+    """A fixed contraction (a [2, 3] · b [3, 2] of small integers) at every
+    accumulator the kit draws, with every dtype as dst, as init and as a:
+    declined exactly where the statement says so and then writing nothing;
+    computed, the exact result stored once into dst (floats by the store
+    rule, integers wrapping). Contract: 'Its .mli states ... which cases it
+    declines'; 'it does so before any write'; 'init + Σ a·b ... rounded once
+    into dst'."""
+    base = S.Contract((), ((1, 0),), D.float32, False, (None, None), None)
+    for acc in _ACCS:
+        part = D.int8 if acc.is_int else (D.float32 if acc.is_complex else D.float16)
+        for role in ("dst", "init", "a"):
+            for dt in D.all:
+                a_dt = dt if role == "a" else part
+                dst = dt if role == "dst" else acc
+                spec = S.Contract(base.batch, base.contracting, acc, role == "init", (None, None),
+                                  None)
+                av, bv = _small(a_dt, (2, 3), 1), _small(part, (3, 2), 2)
+                ops = [contiguous(subject, a_dt, av), contiguous(subject, part, bv)]
+                exact = _number(a_dt, av) @ _number(part, bv)
+                if role == "init":
+                    iv = _small(dt, (2, 2), 3)
+                    ops.append(contiguous(subject, dt, iv))
+                    exact = exact + _number(dt, iv)
+                out = _call(subject, spec, [(dst, (2, 2))], ops)
+                if out.declined or not _matches(acc, dst):
+                    continue
+                want = _stored(dst, exact)
+                assert want is not None
+                assert_bits(dst, out.results[0], want, f"contract in {acc.name} of a {a_dt.name}, b "
+                            f"{part.name}{', init ' + dt.name if role == 'init' else ''} into "
+                            f"{dst.name}: the exact result stored once into dst")
