@@ -24,6 +24,7 @@ from .. import dtype as D
 from .. import oracle as O
 from .. import spec as S
 from ..dtype import Dtype
+from ..kernel import unit_roundoff
 from ..prog import Prog
 from . import generators as G
 from .harness import Arr, Data, Outcome, Subject, assert_bits, contiguous, fail, invoke, law
@@ -201,7 +202,7 @@ def test_reduce_logsumexp_edges(subject: Subject, data: Data) -> None:
             continue
         got = O.to_float64(dt, out.results[0])
         t = O.to_float64(dt, v)
-        u = 2.0**-8 if dt is D.bfloat16 else float(np.finfo(dt.numpy_dtype).eps) / 2
+        u = unit_roundoff(dt)
         wants = [t[0, 0] + math.log(2), -math.inf, -math.inf, math.inf, 200.0]
         for i, want in enumerate(wants):
             if math.isinf(want):
@@ -341,28 +342,48 @@ def test_sort_ties_every_direction(subject: Subject, data: Data) -> None:
 
 
 @law("scatter")
-def test_scatter_add_fixed_chains(subject: Subject, data: Data) -> None:
-    """Fixed scatters of many duplicates of moderate float terms: where a
-    library states that Add chains each position's updates in C order from
-    +0 + into (float32 for the narrow floats, one rounding), the bits of that
-    chain; else within γ(n − 1)·Σ|x| of the exact sum. Contract (upstream
-    §8): 'Add computes +0 + x + u1 + …'; design §5: 'The conformance kit
-    holds each library to its own statement'."""
+def test_scatter_fixed_chains(subject: Subject, data: Data) -> None:
+    """Fixed scatters of many duplicates: Add of moderate float terms, where
+    a library states that it chains each position's updates in C order from
+    +0 + into (float32 for the narrow floats, one rounding), has the bits of
+    that chain, else is within γ(n − 1)·Σ|x| of the exact sum; Max and Min of
+    terms with NaNs and zeros of both signs are Prog's Maximum and Minimum
+    chained from into (any NaN for a NaN). Contract (upstream §8): 'Add
+    computes +0 + x + u1 + …'; design §5: 'The conformance kit holds each
+    library to its own statement'."""
     from .test_orders import scatter_chain_check
 
     rng = np.random.default_rng(23)
     for dt in (D.float32, D.float64, D.float16, D.bfloat16, D.complex64):
-        into_v = G.values(dt, (3, 2), "moderate", 1)
-        upd_v = G.values(dt, (40, 2), "moderate", 2)
-        idx = rng.integers(0, 3, (40, 2)).astype(np.int64)
-        ops = [contiguous(subject, dt, into_v), contiguous(subject, D.int64, idx),
-               contiguous(subject, dt, upd_v)]
-        spec = S.Scatter(0, S.Combine.ADD, False)
-        out = _call(subject, spec, [(dt, (3, 2))], ops)
-        if out.declined:
-            continue
-        scatter_chain_check(subject, dt, spec, out.results[0], into_v, idx, upd_v)
-
+        for shape, n in (((3, 2), 40), ((5,), 60)):
+            into_v = G.values(dt, shape, "moderate", 1)
+            upd_v = G.values(dt, (n, *shape[1:]), "moderate", 2)
+            idx = rng.integers(0, shape[0], (n, *shape[1:])).astype(np.int64)
+            ops = [contiguous(subject, dt, into_v), contiguous(subject, D.int64, idx),
+                   contiguous(subject, dt, upd_v)]
+            spec = S.Scatter(0, S.Combine.ADD, False)
+            out = _call(subject, spec, [(dt, shape)], ops)
+            if not out.declined:
+                scatter_chain_check(subject, dt, spec, out.results[0], into_v, idx, upd_v)
+    tokens: list[float | str] = [NAN_A, -0.0, 0.0, 1.0, -1.0, NAN_B, 0.0, -0.0]
+    for dt in (D.float32, D.float16, D.float64):
+        into_v = elements(dt, [0.0, -0.0, 2.0, NAN_A])
+        upd_v = elements(dt, tokens * 2)
+        idx = np.array([0, 1, 2, 3, 0, 1, 2, 3, 3, 2, 1, 0, 0, 1, 2, 3], dtype=np.int64)
+        for combine in (S.Combine.MAX, S.Combine.MIN):
+            ops = [contiguous(subject, dt, into_v), contiguous(subject, D.int64, idx),
+                   contiguous(subject, dt, upd_v)]
+            spec = S.Scatter(0, combine, False)
+            out = _call(subject, spec, [(dt, (4,))], ops)
+            if out.declined:
+                continue
+            _, chains = O.scatter(into_v, idx, upd_v, 0, combine)
+            r = S.Monoid.MAX if combine is S.Combine.MAX else S.Monoid.MIN
+            for i, chain in enumerate(chains):
+                want, _, nan = O.reduce_fixed(dt, np.asarray(chain, dtype=dt.numpy_dtype)[None, :], r)
+                assert_bits(dt, out.results[0][i:i + 1], want, f"scatter {combine.value} of {dt.name} "
+                            f"at {idx.tolist()}: element {i}, Prog's {r.value} of into and its "
+                            "updates (−0 below +0, a NaN where one is)", any_nan=nan)
 
 
 # --------------------------------------------------------------------------
@@ -387,9 +408,9 @@ def _small(dt: Dtype, shape: tuple[int, ...], seed: int) -> Arr:
 def _number(dt: Dtype, v: Arr) -> Arr:
     """Host elements as complex128 numbers (booleans as 0 and 1)."""
     if dt.is_bool:
-        return (O.units(v)[..., 0] != 0).astype(np.complex128)
+        return np.asarray(O.units(v)[..., 0] != 0, dtype=np.complex128)
     if dt.is_float:
-        return O.to_float64(dt, v).astype(np.complex128)
+        return np.asarray(O.to_float64(dt, v), dtype=np.complex128)
     return np.asarray(v).astype(np.complex128)
 
 
@@ -397,7 +418,8 @@ def _stored(dst: Dtype, exact: Arr) -> Arr | None:
     """The exact result stored into ``dst`` (floats by the store rule, integers
     wrapping, complex part by part), or None where the kinds do not match."""
     if dst.is_complex:
-        return exact.astype(dst.numpy_dtype)
+        out: Arr = exact.astype(dst.numpy_dtype)
+        return out
     if dst.is_float:
         return np.asarray(D.of_float(dst, exact.real))
     if dst.is_int:

@@ -148,6 +148,12 @@ def test_reduce_long_row_extremes(subject: Subject, data: Data) -> None:
                                 f"row of {LONG} {dt.name} terms", any_nan=True)
 
 
+def _combine(r: S.Monoid) -> Any:
+    """The odd/even network's combination of one-array states by Sum or Prod."""
+    op = np.add if r is S.Monoid.SUM else np.multiply
+    return lambda a, b: (op(a[0], b[0]),)
+
+
 @law("scan")
 def test_scan_long_rows_in_stated_order(subject: Subject, data: Data) -> None:
     """Fixed long rows (2¹⁷ + 1029 terms, float32 and float16; forward and
@@ -173,16 +179,15 @@ def test_scan_long_rows_in_stated_order(subject: Subject, data: Data) -> None:
                     states = np.asarray(v[:, ::-1] if reverse else v).astype(cdt.numpy_dtype)
                     if carry is not None:
                         states = np.concatenate([carry[:, None], states], axis=-1)
-                    op = np.add if r is S.Monoid.SUM else np.multiply
                     with np.errstate(all="ignore"):
-                        (scanned,) = orders.odd_even_scan((states,), lambda a, b: (op(a[0], b[0]),))
+                        (scanned,) = orders.odd_even_scan((states,), _combine(r))
                     if carry is not None:
                         scanned = scanned[:, 1:]
                     want = D.of_float(dt, np.asarray(scanned, dtype=np.float64))
+                    how = (" reversed" if reverse else "") + (" from a carry" if carry is not None else "")
                     assert_bits(dt, out.results[0], want[:, ::-1] if reverse else want,
-                                f"scan {r.value} of {LONG} {dt.name} terms"
-                                f"{' reversed' if reverse else ''}{' from a carry' if carry is not None else ''}"
-                                " by the odd/even network the library states", any_nan=True)
+                                f"scan {r.value} of {LONG} {dt.name} terms{how} by the odd/even "
+                                "network the library states", any_nan=True)
 
 
 # --------------------------------------------------------------------------
@@ -204,7 +209,7 @@ def _chain(dt: Dtype, terms: list[Any]) -> Arr:
         out = np.empty(1, dtype=dt.numpy_dtype)
         out.real, out.imag = re, im
         return out
-    carrier = D.carrier(dt).numpy_dtype.type
+    carrier: Any = D.carrier(dt).numpy_dtype.type
     s = carrier(0.0)
     with np.errstate(all="ignore"):
         for t in terms:
