@@ -127,6 +127,48 @@ def test_reduce_signed_zeros_and_nans(subject: Subject, data: Data) -> None:
                 _first_nan_bits(dt, v, out.results[0], what)
 
 
+@law("scan")
+def test_scan_signed_zeros_and_nans(subject: Subject, data: Data) -> None:
+    """Fixed rows at every float dtype with NaNs, forward and reverse: Max,
+    Min and Arg scans keep −0 below +0 (either first) and a NaN from the
+    first NaN on; Arg's positions (forward) those of the first term with the
+    extreme's bits or the first NaN; along an empty or a one-element axis,
+    the terms themselves. Contract: 'A scan ... a Max or Min scan, is
+    exact'."""
+    from .test_scan import exact_scan
+
+    for dt in _FLOATS:
+        v = np.stack([elements(dt, row) for row in _EXTREME_ROWS])
+        for r in (S.Monoid.MAX, S.Monoid.MIN, S.Arg(S.Extreme.MAX), S.Arg(S.Extreme.MIN)):
+            for reverse in (False, True):
+                spec = S.Scan(Prog.identity(dt), (S.PLAIN,), 1, r, 0, dt, reverse, False)
+                out = _call(subject, spec, [(d, v.shape) for d in spec.result_dtypes()],
+                            [contiguous(subject, dt, v)])
+                if out.declined:
+                    continue
+                rows = v[:, ::-1] if reverse else v
+                want, pos, nan = exact_scan(dt, dt, r, rows, None)
+                what = f"scan {r} of {dt.name}{' reversed' if reverse else ''} of rows " \
+                    f"{[list(row) for row in _EXTREME_ROWS]}"
+                assert_bits(dt, out.results[0], want[:, ::-1] if reverse else want, what,
+                            any_nan=nan[:, ::-1] if reverse else nan)
+                if pos is not None and not reverse:
+                    assert_bits(D.int64, out.results[1], pos, f"{what}: positions")
+        for shape in ((3, 0), (17, 1)):
+            v1 = elements(dt, [-0.0, 0.0, NAN_A, 1.5] * 5)[: math.prod(shape)].reshape(shape)
+            for r in (S.Monoid.MAX, S.Arg(S.Extreme.MIN)):
+                spec = S.Scan(Prog.identity(dt), (S.PLAIN,), 1, r, 0, dt, False, False)
+                out = _call(subject, spec, [(d, shape) for d in spec.result_dtypes()],
+                            [contiguous(subject, dt, v1)])
+                if out.declined:
+                    continue
+                want, pos, nan = exact_scan(dt, dt, r, v1, None)
+                what = f"scan {r} of {dt.name} along an axis of {shape[1]}"
+                assert_bits(dt, out.results[0], want, what, any_nan=nan)
+                if pos is not None:
+                    assert_bits(D.int64, out.results[1], pos, f"{what}: positions")
+
+
 def _first_nan_bits(dt: Dtype, rows: Arr, got: Arr, what: str) -> None:
     """Where a row holds a NaN, the result has the first NaN term's bits."""
     nan = O.is_nan(dt, rows)

@@ -218,6 +218,19 @@ def _scan_by_cumsum(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(L, "real_scan", real_scan)
 
 
+def _scan_arg_later_equal(mp: pytest.MonkeyPatch) -> None:
+    def running(keys: Arr, is_max: bool) -> Arr:
+        r, m = keys.shape
+        acc = np.maximum.accumulate(keys, axis=1) if is_max else np.minimum.accumulate(keys, axis=1)
+        new = np.ones((r, m), bool)
+        # An equal key taken as a new extreme: the last of equals wins.
+        new[:, 1:] = keys[:, 1:] >= acc[:, :-1] if is_max else keys[:, 1:] <= acc[:, :-1]
+        out: Arr = np.maximum.accumulate(np.where(new, np.arange(m), 0), axis=1)
+        return out
+
+    mp.setattr(R, "_running_positions", running)
+
+
 def _kernel_wrapper(mp: pytest.MonkeyPatch, kernel: str,
                     change: Callable[[Callable[..., Answer], Any, Sequence[Array], Sequence[Array]],
                                      Answer]) -> None:
@@ -585,6 +598,9 @@ MUTANTS: Final[dict[str, Mutant]] = {
                              _scan_by_cumsum),
     "scan_reverse_ignored": Mutant("scan_long_rows_in_stated_order",
                                    "a reverse scan computed forward", _scan_reverse_ignored),
+    "scan_arg_later_equal": Mutant("scan_signed_zeros_and_nans",
+                                   "Max, Min and Arg scans: the last of equal extremes wins",
+                                   _scan_arg_later_equal),
     "scan_carry_dropped": Mutant("scan_long_rows_in_stated_order",
                                  "a scan ignoring its carry", _scan_carry_dropped),
     # fold

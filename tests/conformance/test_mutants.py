@@ -27,6 +27,7 @@ logsumexp_unshifted              Logsumexp within its bound           reduce_log
 logsumexp_shift_by_infinity      Logsumexp's special values           reduce_logsumexp_edges
 scan_by_cumsum                   the odd/even network                 scan_long_rows_in_stated_order
 scan_reverse_ignored             reverse scans                        scan_long_rows_in_stated_order
+scan_arg_later_equal             the first of equal extremes          scan_signed_zeros_and_nans
 scan_carry_dropped               the carry as state 0                 scan_long_rows_in_stated_order
 fold_narrow_in_own_dtype         narrow floats added in float32       fold_taps_in_stated_order
 fold_taps_reversed               taps added in C order                fold_taps_in_stated_order
