@@ -23,7 +23,7 @@ from .. import spec as S
 from ..dtype import Dtype
 from ..layout import Window
 from ..prog import Prog
-from .harness import Arr, Data, Outcome, Subject, assert_bits, contiguous, invoke, law
+from .harness import Arr, Data, Outcome, Subject, assert_bits, contiguous, fail, invoke, law
 from .judge import check_products, check_sums, states_order
 
 #: Terms of a long row: past 2¹⁷, and not a whole number of blocks or lanes.
@@ -279,3 +279,75 @@ def test_fold_taps_in_stated_order(subject: Subject, data: Data) -> None:
                 else:
                     terms = np.asarray(chain, dtype=dt.numpy_dtype)[None, :]
                     check_sums(dt, dt, got[i:i + 1], O.to_float64(dt, terms), what)
+
+
+# --------------------------------------------------------------------------
+# Contractions past a library's row chunks
+# --------------------------------------------------------------------------
+
+
+def _check_rows_of_products(subject: Subject, acc: Dtype, got: Arr, a: Arr, b: Arr,
+                            init: Arr | None, what: str) -> None:
+    """A float or complex contraction ``a [R, K] · b [K, C] (+ init)`` of
+    float32 parts: each output (each part of a complex one) within
+    e(K)·(|init| + Σ|a||b|) of the exact sum of its products (exact in
+    float64), e the library's error factor, then rounded into ``acc``."""
+    k = a.shape[1]
+    e = subject.library.statement.error_factor(k, acc)
+    a64, b64 = a.astype(np.complex128), b.astype(np.complex128)
+    i0 = np.zeros((a.shape[0], b.shape[1])) if init is None else init.astype(np.complex128)
+    mag = np.abs(i0) + np.abs(a64) @ np.abs(b64)
+    pr, pi = a64.real[:, :, None] * b64.real[None], a64.imag[:, :, None] * b64.imag[None]
+    qr, qi = a64.real[:, :, None] * b64.imag[None], a64.imag[:, :, None] * b64.real[None]
+    parts = [("real", got.real if acc.is_complex else got, np.concatenate(
+        [i0.real[:, None, :], pr, -pi], axis=1)), ("imaginary", got.imag, np.concatenate(
+            [i0.imag[:, None, :], qr, qi], axis=1))]
+    part_dt = D.float32 if acc in (D.float32, D.complex64) else D.float64
+    for name, g, terms in parts[:2 if acc.is_complex else 1]:
+        rows = np.moveaxis(terms, 1, -1).reshape(-1, terms.shape[1])
+        exact, _ = O.exact_sums(rows)
+        ok = O.within(part_dt, np.asarray(g).reshape(-1), exact, e * mag.reshape(-1))
+        if not ok.all():
+            i = int(np.argmin(ok))
+            raise fail(f"{what}: the {name} part of output {i} is {np.asarray(g).reshape(-1)[i]!r}; the "
+                       f"exact sum of its {k} products and init is {exact[i]!r}, bound e({k})·(|init| "
+                       f"+ Σ|a||b|) = {e * mag.reshape(-1)[i]!r} (contract: 'within e(K) (|init| + "
+                       "Σ|a||b|) of the exact sum')")
+
+
+@law("contract")
+def test_contract_past_row_chunks(subject: Subject, data: Data) -> None:
+    """Fixed contractions of 300 rows (past the host's chunks of 256 rows)
+    and 20 products each, with init or not, in float32, complex64 and int32
+    accumulators: every output within e(K)(|init| + Σ|a||b|) of the exact
+    sum, e the library's error factor (integers exact, wrapping). Contract:
+    'an output of a float or complex contraction (S.contract) with K
+    products a·b is within e(K) (|init| + Σ|a||b|) of the exact sum of its
+    products and init'."""
+    rng = np.random.default_rng(300)
+    shapes = ((300, 20), (20, 3))
+    for acc, op_dt in ((D.float32, D.float32), (D.complex64, D.complex64), (D.int32, D.int8)):
+        for init in (False, True):
+            spec = S.Contract((), ((1, 0),), acc, init, (None, None), None)
+            if acc.is_int:
+                vals = [rng.integers(-8, 8, sh).astype(op_dt.numpy_dtype) for sh in shapes]
+            elif acc.is_complex:
+                vals = [(_moderate(D.float32, sh, i) + 1j * _moderate(D.float32, sh, i + 7)).astype(
+                    op_dt.numpy_dtype) for i, sh in enumerate(shapes)]
+            else:
+                vals = [_moderate(op_dt, sh, i) for i, sh in enumerate(shapes)]
+            ops = [contiguous(subject, op_dt, v) for v in vals]
+            iv = rng.integers(-4, 4, (300, 3)).astype(acc.numpy_dtype) if init else None
+            if iv is not None:
+                ops.append(contiguous(subject, acc, iv))
+            out = invoke(subject, spec, [(acc, (300, 3))], ops)
+            if out.declined:
+                continue
+            what = f"contract of [300, 20]·[20, 3] in {acc.name}{' with init' if init else ''}"
+            if acc.is_int:
+                exact = vals[0].astype(np.int64) @ vals[1].astype(np.int64)
+                if iv is not None:
+                    exact = exact + iv
+                assert_bits(acc, out.results[0], exact.astype(acc.numpy_dtype), what)
+            else:
+                _check_rows_of_products(subject, acc, out.results[0], vals[0], vals[1], iv, what)

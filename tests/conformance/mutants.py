@@ -490,6 +490,16 @@ def _contract_zeroes_before_decline(mp: pytest.MonkeyPatch) -> None:
     _kernel_wrapper(mp, "contract", contract)
 
 
+def _contract_chunks_floored(mp: pytest.MonkeyPatch) -> None:
+    real = C._products
+
+    def products(jobs: Sequence[tuple[Arr, Arr, Arr]]) -> None:
+        # The chunk count floored: rows past the last whole chunk never computed.
+        real([(a[:C.CHUNK_ROWS], b, out[:C.CHUNK_ROWS]) for a, b, out in jobs])
+
+    mp.setattr(C, "_products", products)
+
+
 # --------------------------------------------------------------------------
 # The door the host calls
 # --------------------------------------------------------------------------
@@ -635,6 +645,9 @@ MUTANTS: Final[dict[str, Mutant]] = {
                                      _numbering_side_swapped),
     "assemble_first_wins": Mutant("assemble_bits", "an assembly whose first piece wins",
                                   _assemble_first_wins),
+    "contract_chunks_floored": Mutant("contract_past_row_chunks",
+                                      "contract rows past the last whole chunk of 256 never "
+                                      "computed", _contract_chunks_floored),
     # the door
     "door_misses_containing_dst": Mutant(
         _DOOR_LAW, "the door misses a destination containing an operand",
