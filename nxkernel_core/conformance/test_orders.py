@@ -156,8 +156,8 @@ def _combine(r: S.Monoid) -> Any:
 
 @law("scan")
 def test_scan_long_rows_in_stated_order(subject: Subject, data: Data) -> None:
-    """Fixed long rows (2¹⁷ + 1029 terms, float32 and float16; forward and
-    reverse, from a carry or not): where a library states the odd/even
+    """Fixed long rows (2¹⁷ + 1029 terms, float32 and float16; forward, and
+    reverse from a carry): where a library states the odd/even
     network, a Sum and a Prod scan have its bits in the carrier, the carry
     as state 0, rounded once into the destination. Contract: 'The odd/even
     network scans a slice by combining states, one per term'."""
@@ -167,27 +167,27 @@ def test_scan_long_rows_in_stated_order(subject: Subject, data: Data) -> None:
         cdt = D.carrier(dt)
         for r, values in ((S.Monoid.SUM, _moderate), (S.Monoid.PROD, _near_one)):
             v = values(dt, (1, LONG), 7 + dt.bits)
-            for reverse in (False, True):
-                for carry in (None, np.asarray([0.75], dtype=cdt.numpy_dtype)):
-                    spec = S.Scan(Prog.identity(dt), (S.PLAIN,), 1, r, 0, dt, reverse,
-                                  carry is not None)
-                    ops = ([contiguous(subject, cdt, carry)] if carry is not None else []) + \
-                        [contiguous(subject, dt, v)]
-                    out = invoke(subject, spec, [(dt, v.shape)], ops)
-                    if out.declined:
-                        continue
-                    states = np.asarray(v[:, ::-1] if reverse else v).astype(cdt.numpy_dtype)
-                    if carry is not None:
-                        states = np.concatenate([carry[:, None], states], axis=-1)
-                    with np.errstate(all="ignore"):
-                        (scanned,) = orders.odd_even_scan((states,), _combine(r))
-                    if carry is not None:
-                        scanned = scanned[:, 1:]
-                    want = D.of_float(dt, np.asarray(scanned, dtype=np.float64))
-                    how = (" reversed" if reverse else "") + (" from a carry" if carry is not None else "")
-                    assert_bits(dt, out.results[0], want[:, ::-1] if reverse else want,
-                                f"scan {r.value} of {LONG} {dt.name} terms{how} by the odd/even "
-                                "network the library states", any_nan=True)
+            # Forward alone, and reverse from a carry: both paths, half the calls.
+            for reverse, carry in ((False, None), (True, np.asarray([0.75], dtype=cdt.numpy_dtype))):
+                spec = S.Scan(Prog.identity(dt), (S.PLAIN,), 1, r, 0, dt, reverse,
+                              carry is not None)
+                ops = ([contiguous(subject, cdt, carry)] if carry is not None else []) + \
+                    [contiguous(subject, dt, v)]
+                out = invoke(subject, spec, [(dt, v.shape)], ops)
+                if out.declined:
+                    continue
+                states = np.asarray(v[:, ::-1] if reverse else v).astype(cdt.numpy_dtype)
+                if carry is not None:
+                    states = np.concatenate([carry[:, None], states], axis=-1)
+                with np.errstate(all="ignore"):
+                    (scanned,) = orders.odd_even_scan((states,), _combine(r))
+                if carry is not None:
+                    scanned = scanned[:, 1:]
+                want = D.of_float(dt, np.asarray(scanned, dtype=np.float64))
+                how = (" reversed" if reverse else "") + (" from a carry" if carry is not None else "")
+                assert_bits(dt, out.results[0], want[:, ::-1] if reverse else want,
+                            f"scan {r.value} of {LONG} {dt.name} terms{how} by the odd/even "
+                            "network the library states", any_nan=True)
 
 
 # --------------------------------------------------------------------------
