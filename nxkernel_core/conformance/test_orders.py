@@ -351,3 +351,39 @@ def test_contract_past_row_chunks(subject: Subject, data: Data) -> None:
                 assert_bits(acc, out.results[0], exact.astype(acc.numpy_dtype), what)
             else:
                 _check_rows_of_products(subject, acc, out.results[0], vals[0], vals[1], iv, what)
+
+
+# --------------------------------------------------------------------------
+# Attention past a library's row and key tiles
+# --------------------------------------------------------------------------
+
+
+@law("attention")
+def test_attention_past_tiles(subject: Subject, data: Data) -> None:
+    """A fixed attention of 130 query rows and 1100 keys (past the host's
+    tiles of 128 rows and 1024 keys), every pair visible, the largest score
+    in the second key tile (so a running maximum changes between tiles): each
+    row's lse and o within the bounds of ``test_attention_within_bound``.
+    Contract (Attention): 'Each weight w it computes in the accumulator is
+    exp (x - L + δ)'."""
+    from .cases import Case
+    from .test_attention import check_attention
+
+    b = Prog.build([D.float32])
+    (score,) = b.ins
+    prog = b.finish(b.equal(b.coord(0), b.coord(0)), b.copy(score))
+    tq, tk = 130, 1100
+    q = np.abs(_moderate(D.float32, (1, tq, 2), 1)) / 64 + 0.5
+    k = np.clip(_moderate(D.float32, (1, tk, 2), 2), -1, 1)
+    k[0, 1050] = 3.0
+    v = _moderate(D.float32, (1, tk, 2), 3)
+    vals = [np.asarray(q, dtype=np.float32), np.asarray(k, dtype=np.float32),
+            np.asarray(v, dtype=np.float32)]
+    spec = S.Attention(prog, (), 1.0, D.float32, S.Dense(), False)
+    ops = [contiguous(subject, D.float32, x) for x in vals]
+    dsts = [(D.float32, (1, tq, 2)), (D.float32, (1, tq))]
+    out = invoke(subject, spec, dsts, ops)
+    if out.declined:
+        return
+    check_attention(subject, Case(spec, dsts, ops, vals), out.results[0], out.results[1],
+                    f"attention of {tq} rows and {tk} keys")

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import nxkernel_core.door as DOOR
+import nxkernel_host.attention as A
 import nxkernel_host.contraction as C
 import nxkernel_host.lanes as L
 import nxkernel_host.moves as M
@@ -500,6 +501,18 @@ def _contract_chunks_floored(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(C, "_products", products)
 
 
+def _attention_o_not_rescaled(mp: pytest.MonkeyPatch) -> None:
+    def rescale(big_m: Arr, big_l: Arr, big_o: Arr, m: Arr, total: Arr, part: Arr) -> None:
+        with np.errstate(all="ignore"):
+            alpha = np.where(m == -np.inf, 0.0, np.exp(big_m - m.astype(np.float64)))
+        big_l[...] = np.where(m == -np.inf, 0.0, big_l * alpha + total)
+        # O folded without its rescaling by exp(M − m).
+        big_o[...] = np.where((m == -np.inf)[:, None], 0.0, big_o + part)
+        big_m[...] = m
+
+    mp.setattr(A, "_rescale", rescale)
+
+
 # --------------------------------------------------------------------------
 # The door the host calls
 # --------------------------------------------------------------------------
@@ -648,6 +661,9 @@ MUTANTS: Final[dict[str, Mutant]] = {
     "contract_chunks_floored": Mutant("contract_past_row_chunks",
                                       "contract rows past the last whole chunk of 256 never "
                                       "computed", _contract_chunks_floored),
+    "attention_o_not_rescaled": Mutant("attention_past_tiles",
+                                       "attention's o not rescaled when a later key tile raises "
+                                       "the maximum", _attention_o_not_rescaled),
     # the door
     "door_misses_containing_dst": Mutant(
         _DOOR_LAW, "the door misses a destination containing an operand",

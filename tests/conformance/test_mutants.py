@@ -43,6 +43,7 @@ top_k_later_equals               stable top-k                         sort_ties_
 numbering_side_swapped           left and right counts                numbering_counts
 assemble_first_wins              the last piece wins                  assemble_bits
 contract_chunks_floored          every output within e(K)             contract_past_row_chunks
+attention_o_not_rescaled         o's weights exp(x − L + δ)           attention_past_tiles
 door_misses_containing_dst       other sharing refused                map_door_every_sharing
 door_misses_dst_before           other sharing refused                map_door_every_sharing
 door_bit_spans                   sharing decided on bytes             map_door_every_sharing
