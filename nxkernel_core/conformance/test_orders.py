@@ -24,7 +24,7 @@ from ..dtype import Dtype
 from ..layout import Window
 from ..prog import Prog
 from .harness import Arr, Data, Outcome, Subject, assert_bits, contiguous, fail, invoke, law
-from .judge import check_products, check_sums, states_order
+from .judge import check_products, check_sums, says, states_order
 
 #: Terms of a long row: past 2¹⁷, and not a whole number of blocks or lanes.
 LONG: Final = (1 << 17) + 1029
@@ -351,6 +351,39 @@ def test_contract_past_row_chunks(subject: Subject, data: Data) -> None:
                 assert_bits(acc, out.results[0], exact.astype(acc.numpy_dtype), what)
             else:
                 _check_rows_of_products(subject, acc, out.results[0], vals[0], vals[1], iv, what)
+
+
+@law("contract")
+def test_contract_init_added_last(subject: Subject, data: Data) -> None:
+    """Where a library states that it adds init last, a contraction with init
+    (dst the accumulator) has the bits of the same contraction without init
+    plus init, one addition in the accumulator (each part of a complex one):
+    fixed cases of 5 and 300 rows, 37 products each, float32, float64 and
+    complex64. Contract: 'an output of a float or complex contraction ... the
+    exact sum of its products and init'; design §5: 'The conformance kit
+    holds each library to its own statement'."""
+    if not says(subject.library.statement, "contract", "init added last"):
+        return
+    for acc in (D.float32, D.float64, D.complex64):
+        part = D.float64 if acc is D.float64 else D.float32
+        for rows in (5, 300):
+            shapes = ((rows, 37), (37, 4), (rows, 4))
+            vals = [_moderate(part, sh, i) for i, sh in enumerate(shapes)]
+            if acc.is_complex:
+                vals = [(v + 1j * _moderate(part, v.shape, 9 + i)).astype(acc.numpy_dtype)
+                        for i, v in enumerate(vals)]
+            a, b, init = (contiguous(subject, acc, v) for v in vals)
+            bare = invoke(subject, S.Contract((), ((1, 0),), acc, False, (None, None), None),
+                          [(acc, shapes[2])], [a, b])
+            full = invoke(subject, S.Contract((), ((1, 0),), acc, True, (None, None), None),
+                          [(acc, shapes[2])], [a, b, init])
+            if bare.declined or full.declined:
+                continue
+            with np.errstate(all="ignore"):
+                want = np.asarray(bare.results[0] + vals[2], dtype=acc.numpy_dtype)
+            assert_bits(acc, full.results[0], want, f"contract of [{rows}, 37]·[37, 4] in {acc.name} "
+                        "with init: the products without init, then + init in the accumulator, as "
+                        "the library states ('init added last')", any_nan=True)
 
 
 # --------------------------------------------------------------------------
