@@ -1,5 +1,9 @@
 """Laws every kernel keeps, whatever it computes: declines as stated, misfits
-refused, determinism. One law per kernel each, on the calls ``cases`` draws."""
+refused, determinism. One law per kernel each, on the calls ``cases`` draws;
+a misfit by sharing tries every kind ``sharings`` builds (partial overlap at
+either end, containment both ways, other layouts over the same bytes,
+sub-byte codes sharing a byte), and ``test_map_door_every_sharing`` runs them
+all on a fixed table of maps in every profile."""
 
 from __future__ import annotations
 
