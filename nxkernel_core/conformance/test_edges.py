@@ -7,8 +7,12 @@ Min and Arg (−0 and +0 both present, either first), NaNs of other payloads
 them), sums and products of empty and one-element axes, integer sums wrapping
 at the narrow widths, Logsumexp of large and of −∞ terms, Moments of constant
 rows and of rows of a large mean and a small spread (held to the library's
-own stated bound where it states one), and sorts with ties in every direction
-on rows short and long enough to reach every path a library states.
+own stated bound where it states one), Max, Min and Arg scans of the same
+rows both ways, sorts with ties in every direction on rows short and long
+enough to reach every path a library states, scatters of many duplicates
+(Add's stated chain, Max and Min with NaNs and signed zeros), and a
+contraction at every dtype pairing of dst, init and a (so declines and
+roundings are reached).
 """
 
 from __future__ import annotations
