@@ -375,8 +375,13 @@ def _range_gather_clamps(mp: pytest.MonkeyPatch) -> None:
 def _sort_descending_reversed(mp: pytest.MonkeyPatch) -> None:
     def sort(real: Callable[..., Answer], spec: S.Sort, dsts: Sequence[Array],
              operands: Sequence[Array]) -> Answer:
-        if not spec.descending or len(dsts) != 2 or len(operands) != 1:
+        if not spec.descending:
             return real(spec, dsts, operands)
+        misfit = M._misfit(spec, dsts, operands, lambda: dsts[0].dtype is operands[0].dtype
+                           and dsts[1].dtype is D.int64)
+        refused = misfit if misfit is not None else DOOR.refusal(dsts, operands, need_host=True)
+        if refused is not None:
+            return refused
         (x,) = operands
         values = Array.empty(x.dtype, x.shape)
         positions = Array.empty(D.int64, x.shape)
