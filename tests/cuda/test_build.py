@@ -1,5 +1,5 @@
-"""nxkernel_cuda.build: every source compiles for sm_80 and sm_90 by NVRTC,
-without a GPU; the cache, the errors and rendering."""
+"""nxkernel_cuda.build: every source compiles for sm_80 and sm_90 by NVRTC 12
+and NVRTC 13, without a GPU; the cache, the errors and rendering."""
 
 from __future__ import annotations
 
@@ -8,28 +8,38 @@ from pathlib import Path
 
 import pytest
 
-from nxkernel_cuda import build, cache, catalog, copy, lane_sum
+from nxkernel_cuda import build, cache, catalog, copy, lane_sum, nvrtc
 from nxkernel_cuda.build import CompileError, Source
 
 from . import probe
-from .support import needs_nvrtc
+from .support import CI_NVRTC, needs_nvrtc, nvrtc_of
 
 
 def _every_source() -> list[Source]:
     return [*catalog.sources(), probe.probe_source()]
 
 
-@needs_nvrtc
-def test_nvrtc_comes_from_the_wheel() -> None:
-    assert build.nvrtc_version()[0] == 13
-    assert {"sm_80", "sm_90"} <= set(build.supported_arches())
+@pytest.mark.parametrize("major", CI_NVRTC)
+def test_nvrtc_comes_from_the_wheel(major: int) -> None:
+    compiler = nvrtc_of(major)
+    assert compiler.version[0] == major and "/nvidia/" in compiler.path
+    assert {"sm_80", "sm_90"} <= set(compiler.arches)
 
 
 @needs_nvrtc
+def test_without_a_driver_the_newest_nvrtc_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(nvrtc.VARIABLE, raising=False)
+    if nvrtc.driver_version() is not None:
+        pytest.skip("this machine has a CUDA driver")
+    assert nvrtc.chosen() == nvrtc.found()[0]
+    assert build.nvrtc_version() == max(n.version for n in nvrtc.found())
+
+
+@pytest.mark.parametrize("major", CI_NVRTC)
 @pytest.mark.parametrize("arch", build.CI_ARCHES)
 @pytest.mark.parametrize("source", _every_source(), ids=lambda s: s.name)
-def test_every_source_and_instantiation_compiles(source: Source, arch: str) -> None:
-    cubin = build.compile(source, arch)
+def test_every_source_and_instantiation_compiles(source: Source, arch: str, major: int) -> None:
+    cubin = build.compile(source, arch, nvrtc_of(major))
     assert cubin.path.read_bytes()[:4] == b"\x7fELF"  # a cubin, not PTX
     assert set(cubin.lowered) == set(source.kernels)
     assert cubin.arch == arch
