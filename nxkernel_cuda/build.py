@@ -38,6 +38,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final, final
 
+from nxkernel_core import log as nxlog
+
 from . import cache, nvrtc
 from .nvrtc import Nvrtc, NvrtcUnavailable
 
@@ -213,6 +215,7 @@ class Cubin:
 
 _built: dict[str, Cubin] = {}
 _built_lock = threading.Lock()
+_log: Final = nxlog.get("cuda.build")
 
 
 def compile(source: Source, arch: str, compiler: Nvrtc | None = None) -> Cubin:
@@ -246,8 +249,14 @@ def compile(source: Source, arch: str, compiler: Nvrtc | None = None) -> Cubin:
     folder = cache.folder("cuda")
     path, meta = folder / f"{key}.cubin", folder / f"{key}.json"
     cubin = _read_cached(path, meta, arch)
+    what = f"{source.name} for {arch} (NVRTC {version[0]}.{version[1]})"
+    if cubin is not None:
+        _log.debug("cache hit: %s, %s", what, path)
+    elif path.exists() or meta.exists():
+        _log.info("cache entry damaged or incomplete, rebuilding: %s, %s", what, path)
     if cubin is None:
-        data, lowered, log = _nvrtc_compile(nv, source, arch, options)
+        with nxlog.compiling(_log, what):
+            data, lowered, log = _nvrtc_compile(nv, source, arch, options)
         cache.write_atomic(path, data)
         record = {"source": source.name, "arch": arch, "lowered": lowered, "log": log}
         cache.write_atomic(meta, json.dumps(record, indent=1).encode())

@@ -3,6 +3,8 @@ and NVRTC 13, without a GPU; the cache, the errors and rendering."""
 
 from __future__ import annotations
 
+import logging
+import re
 import string
 from pathlib import Path
 
@@ -139,3 +141,44 @@ def test_cache_root_follows_the_variable(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
     assert cache.root() == tmp_path / "x" / "nxkernel"
     assert cache.digest("ab", "c") != cache.digest("a", "bc")
+
+
+@needs_nvrtc
+def test_compiles_cache_hits_and_rebuilds_are_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("NXKERNEL_CACHE", str(tmp_path))
+    monkeypatch.setattr(build, "_built", {})
+    src = Source("logged.cu", 'extern "C" __global__ void logged(int* x) { x[0] = 2; }', ("logged",))
+    v = "{}.{}".format(*build.nvrtc_version())
+    with caplog.at_level(logging.DEBUG, logger="nxkernel.cuda.build"):
+        cubin = build.compile(src, "sm_90")
+        build._built.clear()
+        build.compile(src, "sm_90")
+        build._built.clear()
+        cubin.path.with_suffix(".json").write_text("{damaged")
+        build.compile(src, "sm_90")
+    messages = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "nxkernel.cuda.build"]
+    assert [level for level, _ in messages] == ["INFO", "DEBUG", "INFO", "INFO"], messages
+    assert re.fullmatch(rf"compiled logged\.cu for sm_90 \(NVRTC {v}\) in \d+\.\d\d s", messages[0][1])
+    assert messages[1][1] == f"cache hit: logged.cu for sm_90 (NVRTC {v}), {cubin.path}"
+    assert messages[2][1] == (f"cache entry damaged or incomplete, rebuilding: logged.cu for sm_90"
+                              f" (NVRTC {v}), {cubin.path}")
+    assert messages[3][1].startswith("compiled logged.cu for sm_90")
+
+
+def test_emulator_builds_and_cache_hits_are_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from nxkernel_cuda.emulator import driver
+
+    monkeypatch.setattr(driver, "_built", {})
+    with caplog.at_level(logging.DEBUG, logger="nxkernel.cuda.emulator"):
+        first = driver.build(lane_sum.source())
+        driver._built.clear()
+        assert driver.build(lane_sum.source()) == first
+    messages = [r.getMessage() for r in caplog.records if r.name == "nxkernel.cuda.emulator"]
+    # The first build compiles, or finds the object the shared cache holds.
+    assert re.fullmatch(r"compiled lane_sum\.cu for the emulator \(g\+\+\) in \d+\.\d\d s", messages[0]) \
+        or messages[0] == f"cache hit: lane_sum.cu for the emulator, {first}", messages
+    assert messages[-1] == f"cache hit: lane_sum.cu for the emulator, {first}"
