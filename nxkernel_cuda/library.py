@@ -201,6 +201,13 @@ class CudaLibrary:
                 self._statement = _statement()
             return self._statement
 
+    @property
+    def unavailable(self) -> str | None:
+        """Why this process can use no CUDA GPU, in one line (``None`` where it
+        can): :func:`~nxkernel_cuda.device.availability`'s reason."""
+        ok, why = availability()
+        return None if ok else why
+
     def computes_on(self, device: Rig) -> bool:
         """True for ``cuda:N`` and ``cuda-emu:N``."""
         return isinstance(device, CudaRig)
