@@ -40,6 +40,7 @@ __all__ = [
     "NvrtcUnavailable",
     "Refused",
     "chosen",
+    "describe",
     "driver_version",
     "found",
     "select",
@@ -239,3 +240,21 @@ def _listing(pool: Sequence[Nvrtc]) -> str:
 def chosen() -> Nvrtc:
     """The NVRTC this process compiles with: :func:`select` for its driver."""
     return select(driver_version())
+
+
+def describe() -> str:
+    """Which NVRTC this process compiles with and why, and the others found,
+    in one line (``nxkernel info`` shows it)."""
+    try:
+        nv = chosen()
+    except NvrtcUnavailable as e:
+        return f"NVRTC: none: {e}"
+    driver = driver_version()
+    if os.environ.get(VARIABLE, "").strip():
+        why = f"as {VARIABLE} says"
+    elif driver is None:
+        why = "no CUDA driver: the newest, for compiling only"
+    else:
+        why = f"the newest whose cubins the driver (CUDA {driver // 1000}.{driver % 1000 // 10}) runs"
+    others = [str(n) for n in found() if n.version != nv.version]
+    return f"compiles with {nv}, {why}" + (f"; also found {', '.join(others)}" if others else "")
