@@ -818,9 +818,9 @@ def fold(spec: S.Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
     if len(operands) != 1 or len(dsts) != 1:
         return Answer.BAD_ARITY
     (x,), (dst,) = operands, dsts
-    refusal = SH.fold_refusal(x.dtype, dst.dtype)  # bool and bit too: Add takes neither
-    if refusal is not None:
-        return refusal[0]
+    misfit = SH.fold_refusal(x.dtype, dst.dtype)  # bool and bit too: Add takes neither
+    if misfit is not None:
+        return misfit[0]
     want = SH.fold(spec, [x.shape])
     if isinstance(want, SH.Error) or dst.shape != want[0]:
         return Answer.SHAPE_MISMATCH
