@@ -264,7 +264,9 @@ class Memory:
         self.readers = 0
         self.writers = 0
         self.exclusive = False
-        self._lock = threading.Lock()
+        #: Held by every call that writes sub-byte codes here (the door takes
+        #: it): such a store rewrites whole bytes, which calls share.
+        self.store_lock: Final = threading.RLock()
 
     def __del__(self) -> None:
         try:
@@ -344,12 +346,30 @@ class Buffer:
         return hb[self.offset : self.offset + self.length]
 
 
-def consume(buf: Buffer, why: str) -> Buffer:
+def consume(buf: Buffer, why: str, claims: Claims | None = None) -> Buffer:
     """Consume ``buf``'s memory: every buffer made over it earlier is dead, for
-    ``why``; returns a fresh live buffer over the same bytes."""
+    ``why``; returns a fresh live buffer over the same bytes.
+
+    The caller's ``claims`` (upstream's ``Claim.consume c``) are the only ones
+    that may hold the memory: while any other claim holds it (a reader, a
+    writer, or an exclusive holder such as a donation running in another
+    thread), ``consume`` raises ``ValueError`` naming the contract's refusal,
+    ``HELD_EXCLUSIVE``, and consumes nothing."""
     buf.check_live("consume")
     mem = buf.memory
-    with mem._lock:
+    with _claims_lock:
+        ours = claims._counts(mem) if claims is not None else (0, 0, False)
+        readers, writers = mem.readers - ours[0], mem.writers - ours[1]
+        if mem.exclusive and not ours[2]:
+            held = "held exclusive by another claim"
+        elif readers or writers:
+            held = f"claimed by another call ({readers} read, {writers} write claims)"
+        else:
+            held = ""
+        if held:
+            raise ValueError(f"consume: HELD_EXCLUSIVE: the memory is {held}; not consumed ({why})")
+        if buf.epoch < mem.epoch:
+            buf.check_live("consume")  # consumed meanwhile: raises
         mem.consumed.append(why)
         mem.epoch += 1
         return Buffer(mem, buf.offset, buf.length, mem.epoch)
@@ -367,6 +387,11 @@ class Claims:
         self._read: list[Memory] = []
         self._write: list[Memory] = []
         self._exclusive: list[Memory] = []
+
+    def _counts(self, mem: Memory) -> tuple[int, int, bool]:
+        """The read and write claims these hold on ``mem``, and whether they hold it exclusive."""
+        return (sum(m is mem for m in self._read), sum(m is mem for m in self._write),
+                any(m is mem for m in self._exclusive))
 
     def exclusive(self, buf: Buffer) -> bool:
         """Whether ``buf`` is held exclusive by these claims (the caller may
@@ -404,6 +429,10 @@ def claim(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
                     b.check_live("with_claims")
         # One lock for every claim count: a call takes and leaves it once.
         with _claims_lock:
+            for group in (read, write, donate):
+                for b in group:
+                    if b.epoch < b.memory.epoch:  # consumed since the test above
+                        b.check_live("with_claims")
             for b in read:
                 mem = b.memory
                 if mem.exclusive:
