@@ -32,10 +32,10 @@ from . import spec as S
 from .answer import Answer, InvalidArgument, describe, refused
 from .array import Array, asarray
 from .dtype import Dtype
-from .kernel import Call
+from .kernel import Call, KernelError
 from .layout import Broadcast, Permute, Reshape
 from .prog import Binary, Compare, Prog, Unary
-from .rig import Rig
+from .rig import Lost, OutOfMemory, Rig
 
 __all__ = [
     "add",
@@ -265,13 +265,20 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
     libraries = _discover().libraries_for(dev)
     declines = []
     for lib in libraries:
-        answer = getattr(lib, sp.kernel)(sp, dsts, ops)
+        try:
+            answer = getattr(lib, sp.kernel)(sp, dsts, ops)
+        except (Lost, OutOfMemory):
+            raise
+        except Exception as e:
+            raise KernelError(fn, lib.name, sp.kernel, f"raised {type(e).__name__}: {e}") from e
         if answer is Answer.DONE:
             return dsts
         if answer is Answer.DECLINED:
             why = lib.statement.declines(Call(sp.kernel, sp, dsts, ops)) or "declined"
             declines.append(f"{lib.name} declines it ({why})")
             continue
+        if not isinstance(answer, Answer):
+            raise KernelError(fn, lib.name, sp.kernel, f"answered {answer!r}, not an Answer")
         refused(fn, answer, ops)
     if not libraries:
         raise InvalidArgument(f"{fn}: no library computes on {dev.name} ({describe(ops)})")
