@@ -53,6 +53,8 @@ __all__ = [
 
 #: Every allocation's first byte is aligned to this many bytes.
 ALIGNMENT: Final = 64
+#: The most bytes an allocation may ask for (an address space of 63 bits, less the alignment).
+_MAX_BYTES: Final = (1 << 63) - 1 - ALIGNMENT
 
 
 class OutOfMemory(MemoryError):
@@ -147,6 +149,8 @@ class Rig:
             raise ValueError(f"{self.name}: allocate: nbytes = {nbytes} is negative")
         if self._lost is not None or self._closed:
             self.check()  # raises
+        if nbytes > _MAX_BYTES:  # past any address space: no allocator is even asked
+            raise OutOfMemory(self, nbytes)
         with self._lock:
             if self.budget is not None and self._in_use + nbytes > self.budget:
                 raise OutOfMemory(self, nbytes)
