@@ -647,7 +647,8 @@ def _int64(fn: str, x: object, like: Array) -> Array:
     if arr.dtype.kind == "O" and all(isinstance(v, int) for v in arr.flat):
         raise InvalidArgument(f"{fn}: an index is outside int64 ([{int(np.min(arr))}, {int(np.max(arr))}])")
     if arr.dtype.kind not in "iub":
-        raise InvalidArgument(f"{fn}: indices must be integers, not {arr.dtype} (e.g. {arr.reshape(-1)[0].item()!r})")
+        example = arr.reshape(-1)[0].item()
+        raise InvalidArgument(f"{fn}: indices must be integers, not {arr.dtype} (e.g. {example!r})")
     if arr.dtype.kind == "u" and int(arr.max()) > _INT64_MAX:
         raise InvalidArgument(f"{fn}: the index {int(arr.max())} is above the int64 maximum")
     return asarray(arr.astype(np.int64), device=like.device)
