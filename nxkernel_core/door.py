@@ -17,7 +17,7 @@ such calls (each alone is sound, and whether they meet is a matter of timing);
 it makes them safe: a call that writes a sub-byte array holds its memory's
 ``store_lock`` from entry to exit, so such calls on one memory run one at a
 time. The locks of one call are taken in one global order, and all at entry,
-so two calls never wait on each other.
+so no two calls wait on each other in a cycle.
 
 A kernel uses it as::
 

@@ -10,8 +10,10 @@ once where it exceeds the device's budget; ``Lost(device, why)`` once a device
 is lost, for every later use of it or of its memory.
 
 Claims (upstream-facts §4): every buffer over one memory shares that
-memory's claim count. ``consume(buffer, why)`` makes every buffer made over
-the memory earlier *dead* and returns a fresh live one; reaching a dead
+memory's claim count. ``consume(buffer, why, claims)`` makes every buffer
+made over the memory earlier *dead* and returns a fresh live one, unless a
+claim other than the caller's ``claims`` holds the memory (then it raises
+``ValueError``, ``HELD_EXCLUSIVE``, and consumes nothing); reaching a dead
 buffer's bytes raises ``ValueError`` with the reason, and a kernel answers
 ``DEAD_BUFFER`` instead. A buffer held ``exclusive`` (a donation) refuses every
 other claim.
