@@ -20,8 +20,8 @@ fails pluggy's validation, names an unknown hook, or raises in (or returns
 other than lists from) its hooks is recorded as a :class:`PluginFailure` and
 contributes nothing, and the others load as if it were absent. Any exception
 counts, ``SystemExit`` included: only ``KeyboardInterrupt`` goes through. Each
-failure is reported once per process, as a :class:`PluginWarning` and a
-record of the ``nxkernel.plugins`` logger.
+failure is logged (``nxkernel.plugins``) and warned of once per process, as a
+:class:`PluginWarning`.
 
 The built-in plugins (``host``, ``cuda``) load first, and their plugin and
 library names (``host``, ``nx.cuda``) are theirs: another plugin declaring one
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import enum
 import importlib.metadata
-import logging
 import os
 import threading
 import traceback
@@ -51,6 +50,7 @@ from typing import TYPE_CHECKING, Final, final
 
 import pluggy
 
+from . import log
 from .kernel import Library, check_library, close_match
 
 if TYPE_CHECKING:
@@ -78,8 +78,6 @@ BUILTIN: Final[Mapping[str, tuple[str, tuple[str, ...]]]] = {
     "host": ("nxkernel_host.plugin", ("host",)),
     "cuda": ("nxkernel_cuda.plugin", ("nx.cuda",)),
 }
-
-_log: Final = logging.getLogger("nxkernel.plugins")
 
 #: Marks a hook specification (in this module only).
 hookspec: Final = pluggy.HookspecMarker(_PROJECT)
@@ -166,8 +164,7 @@ def _report(failure: PluginFailure) -> None:
         _reported.add(key)
     message = (f"nxkernel plugin {failure.name!r} (from {failure.dist}) failed at {failure.during} and"
                f" is left out: {failure.reason}")
-    _log.warning(message)
-    warnings.warn(message, PluginWarning, stacklevel=4)
+    warnings.warn(message, PluginWarning, stacklevel=4)  # the log has it already (_failure)
 
 
 # --------------------------------------------------------------------------
@@ -277,6 +274,7 @@ class Registry:
 
 _registry: Registry | None = None
 _discover_lock: Final = threading.Lock()
+_log: Final = log.get("plugins")
 
 
 def discover(refresh: bool = False) -> Registry:
@@ -300,9 +298,13 @@ def _names(variable: str) -> list[str]:
 
 
 def _failure(name: str, dist: str | None, error: BaseException, during: str) -> PluginFailure:
-    """The failure of plugin ``name`` at step ``during``, with ``error``'s traceback."""
+    """The failure of plugin ``name`` at step ``during``, with ``error``'s
+    traceback; logged as a warning (``nxkernel.plugins``)."""
     tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-    return PluginFailure(name, dist, error, tb, during)
+    failure = PluginFailure(name, dist, error, tb, during)
+    _log.warning("plugin %r (from %s) failed at %s: %s", name, dist, during, failure.reason)
+    _log.debug("the failure of plugin %r:\n%s", name, tb)
+    return failure
 
 
 def _discover() -> Registry:

@@ -48,7 +48,6 @@ import atexit
 import functools
 import hashlib
 import hmac
-import logging
 import os
 import secrets
 import shutil
@@ -58,6 +57,8 @@ import threading
 import warnings
 from pathlib import Path
 from typing import Final
+
+from nxkernel_core import log as nxlog
 
 __all__ = [
     "FORMAT",
@@ -87,7 +88,7 @@ TREE_SEAL: Final = "nxkernel.mac"
 _SECRET: Final = "secret"
 _SECRET_BYTES: Final = 32
 
-_log: Final = logging.getLogger("nxkernel.cache")
+_log: Final = nxlog.get("cache")
 
 
 class CacheWarning(UserWarning):

@@ -114,8 +114,8 @@ def test_a_failure_is_warned_of_once_and_logged(install: Install, caplog: pytest
         discover(refresh=True)
     assert [str(w.message) for w in seen if w.category is PluginWarning] == [
         "nxkernel plugin 'quits' (from fake-dist) failed at load and is left out: SystemExit: 3"]
-    assert [r.getMessage() for r in caplog.records if r.name == "nxkernel.plugins"] == [
-        str(seen[0].message)]
+    assert "plugin 'quits' (from fake-dist) failed at load: SystemExit: 3" in [
+        r.getMessage() for r in caplog.records if r.name == "nxkernel.plugins"]
 
 
 @pytest.mark.parametrize(("body", "what"), [
