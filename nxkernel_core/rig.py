@@ -359,6 +359,16 @@ class Buffer:
         buf.host_view()[:] = data.reshape(-1)
         return buf
 
+    @staticmethod
+    def adopt(data: npt.NDArray[np.uint8], dev: Rig = host, writable: bool = True) -> Buffer:
+        """A buffer over host bytes another library owns, without a copy (DLPack
+        imports): ``data`` stays referenced as long as the memory lives."""
+        n = int(data.size)
+        with dev._lock:
+            dev._in_use += n  # released by Memory.__del__, as an allocation is
+        mem = Memory(dev, n, Access.READ_WRITE if writable else Access.READ, data.reshape(-1))
+        return Buffer(mem, 0, n, mem.epoch)
+
     @property
     def device(self) -> Rig:
         return self.memory.device
