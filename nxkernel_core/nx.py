@@ -402,6 +402,16 @@ def _map_spec(kind: Binary | Unary, dt: Dtype) -> S.Map:
     return S.Map(Prog.binary(kind, dt), (S.PLAIN, S.PLAIN))
 
 
+def _kind_spec(fn: str, kind: Binary | Unary, arrays: Sequence[Array]) -> S.Map:
+    """``_map_spec``, a kind that does not take the dtype refused naming ``fn``
+    and the arrays (not the program's node)."""
+    try:
+        return _map_spec(kind, arrays[0].dtype)
+    except ValueError:
+        raise InvalidArgument(f"{fn}: {kind.name.lower()} does not take {arrays[0].dtype.name} "
+                              f"({describe(arrays)})") from None
+
+
 def _binary(fn: str, kind: Binary, x: object, y: object) -> Array:
     if isinstance(x, Array) and isinstance(y, Array) and x.layout.shape == y.layout.shape:
         a, b = x, y  # what _arrays and _broadcast give two Arrays of one shape
@@ -410,7 +420,7 @@ def _binary(fn: str, kind: Binary, x: object, y: object) -> Array:
     if a.dtype is not b.dtype:
         raise InvalidArgument(f"{fn}: operands of dtypes {a.dtype.name} and {b.dtype.name} differ; "
                               f"cast one first ({describe([a, b])})")
-    return call(_map_spec(kind, a.dtype), a, b, name=fn)[0]
+    return call(_kind_spec(fn, kind, [a, b]), a, b, name=fn)[0]
 
 
 def add(x: object, y: object) -> Array:
@@ -431,7 +441,7 @@ def mul(x: object, y: object) -> Array:
 def exp(x: object) -> Array:
     """e^x elementwise, for float x."""
     (a,) = _arrays("nx.exp", [x])
-    return call(_map_spec(Unary.EXP, a.dtype), a, name="nx.exp")[0]
+    return call(_kind_spec("nx.exp", Unary.EXP, [a]), a, name="nx.exp")[0]
 
 
 def where(c: object, x: object, y: object) -> Array:
@@ -580,7 +590,10 @@ def softmax(x: object, axis: int = -1) -> Array:
     (ax,) = _axes("nx.softmax", a, axis)
     lse = logsumexp(a, ax, keepdims=True).view(Broadcast(a.shape))
     b = Prog.build([a.dtype, a.dtype])
-    prog = b.finish(b.exp(b.ins[0] - b.ins[1]))
+    try:
+        prog = b.finish(b.exp(b.ins[0] - b.ins[1]))
+    except ValueError:
+        raise InvalidArgument(f"nx.softmax: exp does not take {a.dtype.name} ({describe([a])})") from None
     return call(S.Map(prog, (S.PLAIN, S.PLAIN)), a, lse, name="nx.softmax")[0]
 
 
