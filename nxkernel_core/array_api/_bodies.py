@@ -58,7 +58,8 @@ def acosh(b: Builder, x: Value) -> Value:
     t = x - 1.0
     small = b.log1p(t + b.sqrt(t * (t + 2.0)))
     big = b.log(x) + math.log(2.0)
-    return b.where(b.less(x, b.const(x.dtype, 2.0**28)), small, big)
+    r = b.where(b.less(x, b.const(x.dtype, 2.0**28)), small, big)
+    return b.where(b.less(x, b.const(x.dtype, 1.0)), b.const(x.dtype, math.nan), r)
 
 
 def asin(b: Builder, x: Value) -> Value:
@@ -178,9 +179,11 @@ def round_(b: Builder, x: Value) -> Value:
 
 
 def sign(b: Builder, x: Value) -> Value:
+    """−1, 0 or 1; +0 for ±0; NaN for NaN."""
+    zero = b.const(x.dtype, 0)
     if x.dtype.kind is D.Kind.UNSIGNED:
-        return b.where(b.equal(x, b.const(x.dtype, 0)), b.const(x.dtype, 0), b.const(x.dtype, 1))
-    return b.sign(x)
+        return b.where(b.equal(x, zero), zero, b.const(x.dtype, 1))
+    return b.where(b.equal(x, zero), zero, b.sign(x))
 
 
 def signbit(b: Builder, x: Value) -> Value:
@@ -265,7 +268,13 @@ def remainder(b: Builder, x: Value, y: Value) -> Value:
 
 
 def pow_(b: Builder, x: Value, y: Value) -> Value:
-    return b.pow(x, y)
+    """x**y, and 1 where y is ±0 or x is 1, NaN included (C99 Annex F)."""
+    p = b.pow(x, y)
+    if not x.dtype.is_float:
+        return p
+    one = b.const(x.dtype, 1.0)
+    exact_one = b.or_(b.equal(y, b.const(x.dtype, 0.0)), b.equal(x, one))
+    return b.where(exact_one, one, p)
 
 
 def atan2(b: Builder, x: Value, y: Value) -> Value:

@@ -5,6 +5,7 @@ default dtypes (integer sums in the widest integer of their signedness) and
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -94,7 +95,7 @@ def min(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:  # 
 
 def _nonempty(fn: str, a: Array, axis: Axis) -> None:
     axes = B.axes_of(fn, a, axis)
-    if any(a.shape[i] == 0 for i in axes):
+    if builtins.any(a.shape[i] == 0 for i in axes):
         raise ValueError(f"{fn}: the extreme of no element ({describe([a])})")
 
 
