@@ -12,8 +12,9 @@ claimed exclusively by the library that writes it.
 
 from __future__ import annotations
 
+import functools
 import operator
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from .. import spec as S
 from ..answer import describe
 from ..array import Array
 from ..layout import Broadcast, Layout, Permute, Range, Slice
-from ..prog import Builder, Prog, Value
+from ..prog import Builder, Value
 from . import _base as B
 from . import _dtypes as T
 
@@ -130,32 +131,41 @@ def _index_arrays(fn: str, view: Array, advanced: list[tuple[int, Any]]) -> tupl
     return axes, idx
 
 
+def _wrapped(b: Builder, i: Value, d: Value) -> Value:
+    """i, counted from the end where negative."""
+    return b.where(b.less(i, b.const(D.int64, 0)), i + d, i)
+
+
 def _flat_index(b: Builder, acc: Value, i: Value, d: Value) -> Value:
     """acc·d + i, i counted from the end where negative."""
-    j = b.where(b.less(i, b.const(D.int64, 0)), i + d, i)
-    return acc * d + j
+    return acc * d + _wrapped(b, i, d)
 
 
 def _bounds(b: Builder, i: Value, d: Value) -> Value:
     return b.or_(b.less(i, -d), b.less_equal(d, i))
 
 
+@functools.lru_cache(maxsize=64)
+def _out_of_bounds(rank: int) -> S.Reduce:
+    """Whether any index lies outside [−d, d): one Max reduction of ``_bounds``."""
+    return S.Reduce(B.map_spec(_bounds, (D.int64, D.int64)).prog, (S.PLAIN, S.PLAIN),
+                    tuple(range(rank)), ((S.Monoid.MAX, 0, D.bool_),))
+
+
 def _combined(fn: str, view: Array, axes: list[int], idx: list[Array]) -> Array:
     """One flat int64 position per index tuple, over the indexed axes in order."""
     arrays = B.broadcast(fn, idx) if len(idx) > 1 else idx
     shape = arrays[0].shape
-    acc = B.full(fn, shape, 0, D.int64, view.device)
+    acc: Array | None = None
     for ax, i in zip(axes, arrays, strict=True):
         d = B.scalar_array(view.shape[ax], D.int64, view.device).view(Broadcast(shape))
-        if i.numel and bool(nx.call(_ANY, B.flat(fn, B.elementwise(fn, _bounds, i, d)), name=fn)[0]):
+        if i.numel and bool(nx.call(_out_of_bounds(i.rank), i, d, name=fn)[0]):
             raise IndexError(f"Array: an index of {describe([i])} is out of bounds for axis {ax} "
                              f"of {view.shape[ax]}")
-        acc = B.elementwise(fn, _flat_index, acc, i, d)
+        acc = B.elementwise(fn, _wrapped, i, d) if acc is None else B.elementwise(
+            fn, _flat_index, acc, i, d)
+    assert acc is not None
     return acc
-
-
-#: Whether any element of a flat bool array holds: one Max reduction.
-_ANY: Final = S.Reduce(Prog.identity(D.bool_), (S.PLAIN,), (0,), ((S.Monoid.MAX, 0, D.bool_),))
 
 
 def getitem(x: Array, key: tuple[Any, ...]) -> Array:
@@ -173,6 +183,16 @@ def getitem(x: Array, key: tuple[Any, ...]) -> Array:
     view, advanced = _basic(x, full)
     if not advanced:
         return view
+    only = advanced[0][1]
+    if len(advanced) == 1 and only.dtype.is_bool and only.shape == view.shape:
+        # x[mask] over every axis: the mask's flat positions gather the flat view.
+        from ._sets import flat_positions
+
+        if only.device is not x.device:
+            raise ValueError(f"{fn}: the mask {describe([only])} is on {only.device.name}")
+        pos = flat_positions(fn, only)
+        flat = B.flat(fn, view)
+        return nx.take(flat, pos, axis=0) if pos.numel else Array.empty(x.dtype, (0,), x.device)
     axes, idx = _index_arrays(fn, view, advanced)
     flat_pos = _combined(fn, view, axes, idx)
     # The indexed axes first, as one axis; the rest after, in order.

@@ -7,7 +7,7 @@ The standard's ``sort`` returns the values; ``nx.sort`` keeps returning
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from .. import dtype as D
 from .. import nx
@@ -68,36 +68,25 @@ def searchsorted(x1: Array, x2: Any, /, *, side: str = "left", sorter: Array | N
     return B.reshaped(fn, nx.numbering(keys, flat, side), v.shape)
 
 
-def _as_int(b: Builder, m: Value) -> Value:
-    return b.cast(m, D.int64)
-
-
-def _destination(b: Builder, m: Value, c: Value, n: Value) -> Value:
-    """Where a true element's position goes: its count less one; n (past the
-    end, dropped by the scatter) for a false one."""
-    return b.where(m, c - 1, n)
+#: The number of true elements of a flat bool array: one Sum reduction of its cast.
+_COUNT: Final = S.Reduce(Prog.cast(D.bool_, D.int64), (S.PLAIN,), (0,),
+                         ((S.Monoid.SUM, 0, D.int64),))
 
 
 def flat_positions(fn: str, mask: Array) -> Array:
     """The int64 flat (C-order) positions where the bool ``mask`` holds, in
-    increasing order: a running count (Scan), its last value read back as the
-    extent, and a Scatter of the positions to their counts."""
+    increasing order: the count of true elements (a reduction, read back as
+    the extent) and a stable descending Sort of the mask, whose positions
+    list the true elements first."""
     m = B.flat(fn, mask)
     n = m.numel
     if n == 0:
         return Array.empty(D.int64, (0,), mask.device)
-    counts = nx.call(S.Scan(Prog.identity(D.int64), (S.PLAIN,), 0, S.Monoid.SUM, 0, D.int64),
-                     B.elementwise(fn, _as_int, m), name=fn)[0]
-    total = int(counts[n - 1])
-    past = B.scalar_array(total, D.int64, mask.device).view(Broadcast((n,)))
-    dest = B.elementwise(fn, _destination, m, counts, past)
+    total = int(nx.call(_COUNT, m, name=fn)[0])
     if total == 0:
         return Array.empty(D.int64, (0,), mask.device)
-    from ._creation import arange
-
-    iota = arange(n, device=mask.device)
-    into = Array.empty(D.int64, (total,), mask.device)
-    return nx.scatter(into, dest, iota, 0, "set", unique=True)
+    positions = nx.call(S.Sort(0, True), m, name=fn)[1]
+    return positions.view(Slice((Range(0, total, 1),)))
 
 
 def _unravel(b: Builder, p: Value, stride: Value, extent: Value) -> Value:
