@@ -214,14 +214,15 @@ class iinfo_object:  # noqa: N801 - the standard's name
 
 
 def finfo(type: Any) -> finfo_object:  # noqa: A002 - the standard's parameter name
-    """Machine limits of a floating dtype (a complex one's parts)."""
+    """Machine limits of a floating dtype (a complex one's parts, whose dtype
+    ``dtype`` names)."""
     dt = _dtype_of(type)
     part = {D.complex64: D.float32, D.complex128: D.float64}.get(dt, dt)
     if not part.is_float or part.float_format is None:
         raise TypeError(f"finfo: {dt.name} is not a floating dtype")
     fi = np.finfo(part.numpy_dtype)  # host bookkeeping: the format's constants
     return finfo_object(part.bits, float(fi.eps), float(fi.max), float(fi.min),
-                        float(fi.smallest_normal), dt)
+                        float(fi.smallest_normal), part)
 
 
 def iinfo(type: Any) -> iinfo_object:  # noqa: A002 - the standard's parameter name

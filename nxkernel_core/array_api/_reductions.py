@@ -126,7 +126,9 @@ def _moments(fn: str, x: Array, axis: Axis, correction: float, keepdims: bool) -
     axes = B.axes_of(fn, a, axis)
     n = math.prod(a.shape[i] for i in axes)
     if not axes:
-        return B.full(fn, a.shape, 0.0 if n - correction > 0 else math.nan, a.dtype, a.device)
+        # No axis reduced: each element is its own single term (NaN stays NaN).
+        a = B.reshaped(fn, a, [*a.shape, 1])
+        axes, keepdims = (a.rank - 1,), False
     var = _reduce(fn, a, axes, S.MOMENTS, None, keepdims, index=1)
     if correction == 0:
         return var

@@ -109,13 +109,16 @@ def tensordot(x1: Array, x2: Array, /, *, axes: int | tuple[Sequence[int], Seque
 def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     """Σ conj(x1)·x2 along ``axis``, the other axes broadcast."""
     fn = "xp.vecdot"
-    a, b = B.operands(fn, x1, x2, kind="numeric")
-    if a.rank == 0:
-        raise ValueError(f"{fn}: 0-d operands")
+    u, v = B.the_array(fn, x1), B.the_array(fn, x2)
+    if u.rank == 0 or v.rank == 0:
+        raise ValueError(f"{fn}: 0-d operands ({describe([u, v])})")
+    if u.shape[B.axis_of(fn, u, axis)] != v.shape[B.axis_of(fn, v, axis)]:
+        raise ValueError(f"{fn}: the contracted axes differ ({describe([u, v])})")
+    a, b = B.operands(fn, u, v, kind="numeric")
     ax = B.axis_of(fn, a, axis)
     if a.dtype.is_complex:
         a = _ew.conj(a)
-    return R.sum(_ew.multiply(a, b), axis=ax)
+    return R.sum(_ew.multiply(a, b), axis=ax, dtype=a.dtype)
 
 
 def diagonal(x: Array, /, *, offset: int = 0) -> Array:
