@@ -23,6 +23,7 @@ from ..layout import Broadcast, Range, Slice
 from ..prog import Builder, Value
 from . import _base as B
 from . import _bodies as F
+from ._complex_special import BODIES
 
 __all__ = ["BINARY", "UNARY", "conj", "part"]
 
@@ -200,6 +201,9 @@ UNARY: Final[dict[str, Callable[[str, Array], Array]]] = {
     "log": lambda fn, a: complex_map(fn, _log, a),
     "sqrt": lambda fn, a: complex_map(fn, _sqrt, a),
 }
+
+for _name, _body in BODIES.items():
+    UNARY[_name] = functools.partial(lambda body, fn, a: complex_map(fn, body, a), _body)
 
 BINARY: Final[dict[str, Callable[[str, Array, Array], Array]]] = {}
 

@@ -276,6 +276,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     fn = "xp.eye"
     dt = _dtype(fn, dtype) or D.float64
     shape = (n_rows, n_rows if n_cols is None else n_cols)
+    k = max(-shape[0] - 1, min(k, shape[1] + 1))  # past every diagonal: all zeros either way
     dev = B.device_of(device)
     one = B.scalar_array(True if dt is D.bool_ else 1, dt, dev).view(Broadcast(shape))
     kk = B.scalar_array(k, D.int64, dev).view(Broadcast(shape))
