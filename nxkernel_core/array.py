@@ -239,7 +239,7 @@ class Array:
         return self.layout.numel
 
     @property
-    def T(self) -> Array:  # noqa: N802 - the standard's name
+    def T(self) -> Array:
         """The transpose of a matrix (2-D only, as the standard says)."""
         if self.rank != 2:
             raise ValueError(f"Array.T: a {self.dtype.name} {list(self.shape)} array is not a matrix; "
@@ -247,7 +247,7 @@ class Array:
         return self.view(Permute((1, 0)))
 
     @property
-    def mT(self) -> Array:  # noqa: N802 - the standard's name
+    def mT(self) -> Array:
         """The last two axes swapped (a stack of matrices transposed)."""
         if self.rank < 2:
             raise ValueError(f"Array.mT: a {self.dtype.name} {list(self.shape)} array has fewer than 2 axes")
@@ -262,7 +262,8 @@ class Array:
     def to_device(self, device: Rig | str, /, *, stream: object = None) -> Array:
         """This array on ``device`` (itself where it is there already)."""
         ns = _ns()
-        return ns._creation.to_device("Array.to_device", self, ns._base.device_of(device))
+        out: Array = ns._creation.to_device("Array.to_device", self, ns._base.device_of(device))
+        return out
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """(1, 0), DLPack's CPU, for memory the host addresses; (2, N), CUDA, for ``cuda:N``."""
@@ -319,16 +320,16 @@ class Array:
         _ns()._indexing.setitem(self, key, value)
 
     def __pos__(self) -> Array:
-        return _ns().positive(self)  # type: ignore[no-any-return]
+        return _unary("positive", self)
 
     def __neg__(self) -> Array:
-        return _ns().negative(self)  # type: ignore[no-any-return]
+        return _unary("negative", self)
 
     def __abs__(self) -> Array:
-        return _ns().abs(self)  # type: ignore[no-any-return]
+        return _unary("abs", self)
 
     def __invert__(self) -> Array:
-        return _ns().bitwise_invert(self)  # type: ignore[no-any-return]
+        return _unary("bitwise_invert", self)
 
     def __add__(self, other: Any, /) -> Array:
         return _binary("add", self, other)
@@ -453,16 +454,16 @@ class Array:
     def __ne__(self, other: Any, /) -> Array:  # type: ignore[override]
         return _binary("not_equal", self, other)
 
-    def __lt__(self, other: Any, /) -> Array:  # type: ignore[override]
+    def __lt__(self, other: Any, /) -> Array:
         return _binary("less", self, other)
 
-    def __le__(self, other: Any, /) -> Array:  # type: ignore[override]
+    def __le__(self, other: Any, /) -> Array:
         return _binary("less_equal", self, other)
 
-    def __gt__(self, other: Any, /) -> Array:  # type: ignore[override]
+    def __gt__(self, other: Any, /) -> Array:
         return _binary("greater", self, other)
 
-    def __ge__(self, other: Any, /) -> Array:  # type: ignore[override]
+    def __ge__(self, other: Any, /) -> Array:
         return _binary("greater_equal", self, other)
 
     # ---- views -------------------------------------------------------------------
@@ -485,9 +486,10 @@ class Array:
         ``None`` give a view; integer and boolean arrays gather (a copy)."""
         if not isinstance(key, tuple):
             key = (key,)
-        if not all(isinstance(k, slice | int | np.integer) and not isinstance(k, bool) or k is Ellipsis
+        if not all((isinstance(k, slice | int | np.integer) and not isinstance(k, bool)) or k is Ellipsis
                    for k in key):
-            return _ns()._indexing.getitem(self, key)
+            out: Array = _ns()._indexing.getitem(self, key)
+            return out
         if sum(k is Ellipsis for k in key) > 1:
             raise IndexError("Array: an index can only have a single ellipsis ('...')")
         if any(k is Ellipsis for k in key):
@@ -564,20 +566,26 @@ def _ns() -> Any:
 _NAMESPACE: Any = None
 
 
-def _binary(fn: str, x: Any, y: Any) -> Any:
+def _binary(fn: str, x: Any, y: Any) -> Array:
     """The namespace's ``fn`` of x and y; NotImplemented for an operand that is
     neither an array nor a Python scalar (so Python tries the other side)."""
     for v in (x, y):
         if not isinstance(v, Array | bool | int | float | complex):
-            return NotImplemented
-    return getattr(_ns(), fn)(x, y)
+            return NotImplemented  # type: ignore[no-any-return]
+    out: Array = getattr(_ns(), fn)(x, y)
+    return out
 
 
-def _inplace(fn: str, x: Array, y: Any) -> Any:
+def _unary(fn: str, x: Array) -> Array:
+    out: Array = getattr(_ns(), fn)(x)
+    return out
+
+
+def _inplace(fn: str, x: Array, y: Any) -> Array:
     """x ``fn``= y: the result, of x's dtype and shape, written into x's memory."""
-    r = _binary(fn, x, y)
+    r: Any = _binary(fn, x, y)
     if r is NotImplemented:
-        return r
+        return r  # type: ignore[no-any-return]
     if r.dtype is not x.dtype or r.shape != x.shape:
         raise TypeError(f"Array: in-place {fn} would make a {r.dtype.name} {list(r.shape)} array "
                         f"of a {x.dtype.name} {list(x.shape)} one")

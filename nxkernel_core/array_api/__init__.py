@@ -16,15 +16,32 @@ manager, and ``NXKERNEL_DEFAULT_DEVICE`` sets the default for a process.
 
 from __future__ import annotations
 
+import builtins
 import math
 
 from .. import dtype as _D
 from ..array import Array
 from ..rig import using as default_device
-from . import _base, _creation, _indexing, fft, linalg
+
+# _base, _creation and _indexing are reached from Array's methods as attributes.
+from . import _base, _creation, _indexing, fft, linalg  # noqa: F401
 from ._creation import (
-    arange, asarray, empty, empty_like, eye, from_dlpack, full, full_like, linspace, meshgrid,
-    ones, ones_like, tril, triu, zeros, zeros_like,
+    arange,
+    asarray,
+    empty,
+    empty_like,
+    eye,
+    from_dlpack,
+    full,
+    full_like,
+    linspace,
+    meshgrid,
+    ones,
+    ones_like,
+    tril,
+    triu,
+    zeros,
+    zeros_like,
 )
 from ._dtypes import can_cast, finfo, iinfo, isdtype, result_type
 from ._elementwise import *  # noqa: F403 - the generated elementwise functions
@@ -32,22 +49,56 @@ from ._elementwise import __all__ as _elementwise_names
 from ._elementwise import clip, conj, imag, real
 from ._info import __array_namespace_info__
 from ._manipulation import (
-    broadcast_arrays, broadcast_to, concat, expand_dims, flip, moveaxis, permute_dims, repeat,
-    reshape, roll, squeeze, stack, take, take_along_axis, tile, unstack,
+    broadcast_arrays,
+    broadcast_to,
+    concat,
+    expand_dims,
+    flip,
+    moveaxis,
+    permute_dims,
+    repeat,
+    reshape,
+    roll,
+    squeeze,
+    stack,
+    take,
+    take_along_axis,
+    tile,
+    unstack,
 )
 from ._reductions import (
-    all, any, argmax, argmin, count_nonzero, cumulative_prod, cumulative_sum, diff, max, mean,
-    min, prod, std, sum, var, where,
+    all,
+    any,
+    argmax,
+    argmin,
+    count_nonzero,
+    cumulative_prod,
+    cumulative_sum,
+    diff,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+    where,
 )
 from ._sets import (
-    argsort, nonzero, searchsorted, sort, unique_all, unique_counts, unique_inverse,
+    argsort,
+    nonzero,
+    searchsorted,
+    sort,
+    unique_all,
+    unique_counts,
+    unique_inverse,
     unique_values,
 )
 from .linalg import matmul, matrix_transpose, tensordot, vecdot
 
 __array_api_version__ = "2024.12"
 
-bool = _D.bool_  # noqa: A001 - the standard's name
+bool = _D.bool_
 int8, int16, int32, int64 = _D.int8, _D.int16, _D.int32, _D.int64
 uint8, uint16, uint32, uint64 = _D.uint8, _D.uint16, _D.uint32, _D.uint64
 float32, float64 = _D.float32, _D.float64
@@ -60,10 +111,9 @@ newaxis = None
 pi = math.pi
 
 
-def astype(x: Array, dtype: _D.Dtype, /, *, copy: bool = True, device: object = None) -> Array:
+def astype(x: Array, dtype: _D.Dtype, /, *, copy: builtins.bool = True, device: object = None) -> Array:
     """x converted to ``dtype`` by the Cast kernel (a copy unless ``copy=False``
     and nothing changes), on ``device`` where given."""
-    from . import _base
 
     a = _base.the_array("xp.astype", x)
     if not isinstance(dtype, _D.Dtype):

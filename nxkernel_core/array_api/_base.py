@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
 from .. import dtype as D
-from .. import nx
-from .. import plugins
-from .. import rig
+from .. import nx, plugins, rig
 from .. import spec as S
 from ..answer import Answer, describe, refused
 from ..array import Array

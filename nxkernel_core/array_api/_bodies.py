@@ -16,7 +16,7 @@ from typing import Final
 
 from .. import dtype as D
 from ..dtype import Dtype
-from ..prog import Builder, Compare, Value
+from ..prog import Builder, Value
 
 _UINT: Final[dict[int, Dtype]] = {8: D.uint8, 16: D.uint16, 32: D.uint32, 64: D.uint64}
 _SINT: Final[dict[int, Dtype]] = {8: D.int8, 16: D.int16, 32: D.int32, 64: D.int64}

@@ -48,7 +48,7 @@ def part(a: Array, which: int) -> Array:
         x = B.copy("xp.real", x)
     flat = x.bitcast(part_dtype(a.dtype))
     n = x.shape[-1]
-    ranges = tuple(Range(0, d, 1) for d in flat.shape[:-1]) + (Range(which, n, 2),)
+    ranges = (*(Range(0, d, 1) for d in flat.shape[:-1]), Range(which, n, 2))
     out = flat.view(Slice(ranges))
     return out.reshape(list(shape)) if a.rank == 0 else out
 

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as D
-from ..array import Array, asarray as _core_asarray
+from ..array import Array
+from ..array import asarray as _core_asarray
 from ..dtype import Dtype
 from ..layout import Broadcast, Layout
 from ..prog import Builder, Value
@@ -166,7 +167,7 @@ def zeros(shape: int | Sequence[int], *, dtype: Any = None, device: Any = None) 
                        B.device_of(device))
 
 
-def full(shape: int | Sequence[int], fill_value: Scalar, *, dtype: Any = None,
+def full(shape: int | Sequence[int], fill_value: Any, *, dtype: Any = None,
          device: Any = None) -> Array:
     """``fill_value`` everywhere (its default dtype where ``dtype`` is None)."""
     fn = "xp.full"

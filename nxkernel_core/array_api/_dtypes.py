@@ -191,7 +191,7 @@ def isdtype(dtype: Dtype, kind: Any) -> bool:
 
 @final
 @dataclass(frozen=True, slots=True)
-class finfo_object:  # noqa: N801 - the standard's name
+class finfo_object:
     """The standard's ``finfo`` fields."""
 
     bits: int
@@ -204,7 +204,7 @@ class finfo_object:  # noqa: N801 - the standard's name
 
 @final
 @dataclass(frozen=True, slots=True)
-class iinfo_object:  # noqa: N801 - the standard's name
+class iinfo_object:
     """The standard's ``iinfo`` fields."""
 
     bits: int
@@ -213,19 +213,19 @@ class iinfo_object:  # noqa: N801 - the standard's name
     dtype: Dtype
 
 
-def finfo(type: Any) -> finfo_object:  # noqa: A002 - the standard's parameter name
+def finfo(type: Any) -> finfo_object:
     """Machine limits of a floating dtype (a complex one's parts, whose dtype
     ``dtype`` names)."""
     dt = _dtype_of(type)
     part = {D.complex64: D.float32, D.complex128: D.float64}.get(dt, dt)
     if not part.is_float or part.float_format is None:
         raise TypeError(f"finfo: {dt.name} is not a floating dtype")
-    fi = np.finfo(part.numpy_dtype)  # host bookkeeping: the format's constants
+    fi = np.finfo(np.dtype(part.numpy_dtype.str))  # host bookkeeping: the format's constants
     return finfo_object(part.bits, float(fi.eps), float(fi.max), float(fi.min),
                         float(fi.smallest_normal), part)
 
 
-def iinfo(type: Any) -> iinfo_object:  # noqa: A002 - the standard's parameter name
+def iinfo(type: Any) -> iinfo_object:
     """Limits of an integer dtype."""
     dt = _dtype_of(type)
     if not dt.is_int:

@@ -104,7 +104,7 @@ for _name, _kind, _body, _doc in [
 ]:
     _unary(_name, _kind, _body, _doc)
 
-for _name, _kind, _body, _doc in [
+for _name, _kind, _body2, _doc in [
     ("add", "numeric", F.add, "x1 + x2 (integers wrap)."),
     ("subtract", "numeric", F.subtract, "x1 − x2 (integers wrap)."),
     ("multiply", "numeric", F.multiply, "x1 · x2 (integers wrap)."),
@@ -134,7 +134,7 @@ for _name, _kind, _body, _doc in [
     ("bitwise_left_shift", "integer", F.bitwise_left_shift, "x1 << x2 (0 past the width)."),
     ("bitwise_right_shift", "integer", F.bitwise_right_shift, "x1 >> x2, arithmetic for signed x1."),
 ]:
-    _binary(_name, _kind, _body, _doc)
+    _binary(_name, _kind, _body2, _doc)
 
 
 def conj(x: Array, /) -> Array:
@@ -160,7 +160,7 @@ def imag(x: Array, /) -> Array:
     return B.full("xp.imag", a.shape, 0, a.dtype, a.device)
 
 
-def clip(x: Array, /, min: Any = None, max: Any = None) -> Array:  # noqa: A002 - the standard's names
+def clip(x: Array, /, min: Any = None, max: Any = None) -> Array:
     """x limited to [min, max] (each an array, a scalar or None; NaN where a bound is)."""
     fn = "xp.clip"
     a = B.the_array(fn, x)

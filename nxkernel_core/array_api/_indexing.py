@@ -63,12 +63,14 @@ def _expand(x: Array, key: tuple[Any, ...]) -> list[Any]:
 def _basic(x: Array, key: list[Any]) -> tuple[Array, list[tuple[int, Any]]]:
     """The view of x by the key's ints, slices and Nones; the advanced entries
     (arrays) left as full axes, returned with their axes in the view."""
-    ranges, shape_ops, advanced = [], [], []
+    ranges: list[Range] = []
+    shape_ops: list[tuple[str, int]] = []
+    advanced: list[tuple[int, Any]] = []
     ax = 0
     out_axis = 0
     for k in key:
         if k is None:
-            shape_ops.append(("new", None))
+            shape_ops.append(("new", -1))
             out_axis += 1
             continue
         if isinstance(k, Array):
@@ -179,7 +181,8 @@ def getitem(x: Array, key: tuple[Any, ...]) -> Array:
         rest = [k for k in full if not (isinstance(k, Array) and k.dtype.is_bool and k.rank == 0)]
         y = getitem(x, tuple(rest)) if rest else x
         y = B.reshaped(fn, y, [1, *y.shape])
-        return y if keep else y.view(Slice(tuple(Range(0, 0 if i == 0 else d, 1) for i, d in enumerate(y.shape))))
+        empty = tuple(Range(0, 0 if i == 0 else d, 1) for i, d in enumerate(y.shape))
+        return y if keep else y.view(Slice(empty))
     view, advanced = _basic(x, full)
     if not advanced:
         return view

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any, final
 
 from .. import dtype as D
-from .. import plugins
-from .. import rig
+from .. import plugins, rig
 from ..dtype import Dtype
 from . import _base as B
 from . import _dtypes as T

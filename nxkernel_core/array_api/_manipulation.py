@@ -278,8 +278,8 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
                                           tuple(d for i, d in enumerate(idx.shape) if i != ax)))
     except ValueError:
         raise ValueError(f"{fn}: {describe([a, idx])} do not broadcast off axis {ax}") from None
-    xs = tuple(common[:ax] + [a.shape[ax]] + common[ax:])
-    js = tuple(common[:ax] + [idx.shape[ax]] + common[ax:])
+    xs = (*common[:ax], a.shape[ax], *common[ax:])
+    js = (*common[:ax], idx.shape[ax], *common[ax:])
     xa = a if a.shape == xs else a.view(Broadcast(xs))
     ia = _normalised(fn, idx, a.shape[ax])
     ia = ia if ia.shape == js else ia.view(Broadcast(js))

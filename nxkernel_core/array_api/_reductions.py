@@ -13,9 +13,9 @@ from typing import Any
 from .. import dtype as D
 from .. import nx
 from .. import spec as S
+from ..answer import describe
 from ..array import Array
 from ..dtype import Dtype, Kind
-from ..answer import describe
 from ..prog import Builder, Prog, Value
 from . import _base as B
 from . import _bodies as F
@@ -61,7 +61,7 @@ def _reduce(fn: str, x: Array, axis: Axis, reduction: S.Reduction, result: Dtype
     return _keep(x, axes, nx.call(sp, a, name=fn)[index], keepdims)
 
 
-def sum(x: Array, /, *, axis: Axis = None, dtype: Any = None, keepdims: bool = False) -> Array:  # noqa: A001
+def sum(x: Array, /, *, axis: Axis = None, dtype: Any = None, keepdims: bool = False) -> Array:
     """The sum along ``axis`` (all axes for None), from +0."""
     fn = "xp.sum"
     B.check_kind(fn, "numeric", B.the_array(fn, x))
@@ -75,7 +75,7 @@ def prod(x: Array, /, *, axis: Axis = None, dtype: Any = None, keepdims: bool = 
     return _reduce(fn, x, axis, S.Monoid.PROD, _accumulator(fn, x, dtype), keepdims)
 
 
-def max(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
+def max(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """The greatest element (NaN where one is)."""
     fn = "xp.max"
     a = B.the_array(fn, x)
@@ -84,7 +84,7 @@ def max(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:  # 
     return _reduce(fn, a, axis, S.Monoid.MAX, None, keepdims)
 
 
-def min(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
+def min(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """The least element (NaN where one is)."""
     fn = "xp.min"
     a = B.the_array(fn, x)
@@ -197,7 +197,7 @@ def _truth(fn: str, x: Array) -> Array:
     return B.elementwise(fn, F.not_equal, *B.broadcast(fn, [x, zero]))
 
 
-def all(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
+def all(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """Whether every element along ``axis`` is non-zero (True for none)."""
     a = _truth("xp.all", B.the_array("xp.all", x))
     return _reduce("xp.all", a, axis, S.Monoid.MIN, None, keepdims) if a.numel else _keep(
@@ -205,7 +205,7 @@ def all(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:  # 
         keepdims)
 
 
-def any(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:  # noqa: A001
+def any(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """Whether some element along ``axis`` is non-zero (False for none)."""
     a = _truth("xp.any", B.the_array("xp.any", x))
     return _reduce("xp.any", a, axis, S.Monoid.MAX, None, keepdims) if a.numel else _keep(

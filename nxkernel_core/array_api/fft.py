@@ -93,7 +93,9 @@ def ifft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "back
     return _c2c(fn, _complex_input(fn, x), axis, n, _norm(fn, norm), True)
 
 
-def _axes(fn: str, a: Array, s: Sequence[int] | None, axes: Sequence[int] | None) -> list[tuple[int, int | None]]:
+def _axes(fn: str, a: Array, s: Sequence[int] | None,
+          axes: Sequence[int] | None) -> list[tuple[int, int | None]]:
+    """(axis, size or None) pairs of an n-dimensional transform."""
     if axes is None:
         axes = list(range(a.rank)) if s is None else list(range(a.rank - len(s), a.rank))
     ax = [B.axis_of(fn, a, i) for i in axes]

@@ -144,7 +144,8 @@ def outer(x1: Array, x2: Array, /) -> Array:
     a, b = B.the_array(fn, x1), B.the_array(fn, x2)
     if a.rank != 1 or b.rank != 1:
         raise ValueError(f"{fn}: needs vectors, not {describe([a, b])}")
-    return _ew.multiply(a.reshape([a.shape[0], 1]), b.reshape([1, b.shape[0]]))
+    out: Array = _ew.multiply(a.reshape([a.shape[0], 1]), b.reshape([1, b.shape[0]]))
+    return out
 
 
 def cross(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
@@ -177,14 +178,14 @@ class EighResult(NamedTuple):
 
 
 class QRResult(NamedTuple):
-    Q: Array  # noqa: N815 - the standard's field names
-    R: Array  # noqa: N815
+    Q: Array
+    R: Array
 
 
 class SVDResult(NamedTuple):
-    U: Array  # noqa: N815
-    S: Array  # noqa: N815
-    Vh: Array  # noqa: N815
+    U: Array
+    S: Array
+    Vh: Array
 
 
 class SlogdetResult(NamedTuple):
@@ -237,7 +238,7 @@ def _parity(b: Builder, p: Value) -> Value:
 
 def _lu_parts(fn: str, a: Array) -> tuple[Array, Array, Array]:
     """The LU factors, the diagonal of U and the permutation's sign (−1 or 1)."""
-    lu, pivots, perm = nx.lu(a)
+    lu, pivots, _ = nx.lu(a)
     d = diagonal(lu)
     swaps = R.sum(B.elementwise(fn, _parity, pivots), axis=-1)
     sign = B.elementwise(fn, _sign_of_swaps, swaps)
@@ -257,7 +258,8 @@ def det(x: Array, /) -> Array:
     if a.shape[-1] == 0:
         return B.full(fn, a.shape[:-2], 1, a.dtype, a.device)
     _, d, sign = _lu_parts(fn, a)
-    return _ew.multiply(R.prod(d, axis=-1), sign)
+    out: Array = _ew.multiply(R.prod(d, axis=-1), sign)
+    return out
 
 
 def slogdet(x: Array, /) -> SlogdetResult:
@@ -328,7 +330,7 @@ def matrix_power(x: Array, n: int, /) -> Array:
 
 
 def vector_norm(x: Array, /, *, axis: int | Sequence[int] | None = None, keepdims: bool = False,
-                ord: int | float = 2) -> Array:  # noqa: A002 - the standard's name
+                ord: int | float = 2) -> Array:
     """The p-norm of the elements along ``axis`` (inf: max |x|, 0: the count of non-zeros)."""
     fn = "xp.linalg.vector_norm"
     a = B.the_array(fn, x)
@@ -343,12 +345,14 @@ def vector_norm(x: Array, /, *, axis: int | Sequence[int] | None = None, keepdim
     if ord == 1:
         return R.sum(m, axis=axis, keepdims=keepdims)
     if ord == 2:
-        return _ew.sqrt(R.sum(_ew.multiply(m, m), axis=axis, keepdims=keepdims))
+        out: Array = _ew.sqrt(R.sum(_ew.multiply(m, m), axis=axis, keepdims=keepdims))
+        return out
     p = float(ord)
-    return _ew.pow(R.sum(_ew.pow(m, p), axis=axis, keepdims=keepdims), 1.0 / p)
+    out = _ew.pow(R.sum(_ew.pow(m, p), axis=axis, keepdims=keepdims), 1.0 / p)
+    return out
 
 
-def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro") -> Array:  # noqa: A002
+def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro") -> Array:
     """The matrix norm of each matrix: Frobenius, nuclear, 1, 2, inf and their negatives."""
     fn = "xp.linalg.matrix_norm"
     a = _matrices(fn, x)
@@ -379,7 +383,8 @@ def _tolerance(fn: str, s: Array, rtol: Any, shape: tuple[int, ...]) -> Array:
         rtol = max(shape[-2:]) * finfo(s.dtype).eps
     top = R.max(s, axis=-1, keepdims=True)
     t = rtol if not isinstance(rtol, Array) else B.cast(fn, rtol, s.dtype).reshape([*rtol.shape, 1])
-    return _ew.multiply(top, t)
+    out: Array = _ew.multiply(top, t)
+    return out
 
 
 def matrix_rank(x: Array, /, *, rtol: Any = None) -> Array:

@@ -183,7 +183,8 @@ def test_errors_name_the_function_and_the_arrays() -> None:
     i = xp.asarray(np.arange(3))
     with pytest.raises(TypeError, match=r"xp\.exp: takes floating-point arrays, not int64 \[3\]"):
         xp.exp(i)
-    with pytest.raises(ValueError, match=r"xp\.add: shapes do not broadcast \(float64 \[2\], float64 \[3\]\)"):
+    with pytest.raises(ValueError,
+                       match=r"xp\.add: shapes do not broadcast \(float64 \[2\], float64 \[3\]\)"):
         xp.add(xp.ones(2), xp.ones(3))
     with pytest.raises(ValueError, match=r"nx\.exp: exp does not take int64 \(int64 \[3\]\)"):
         nx.exp(i)
