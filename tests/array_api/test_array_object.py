@@ -217,3 +217,18 @@ def test_nx_sort_keeps_positions_and_the_namespaces_sort_returns_values() -> Non
     np.testing.assert_array_equal(positions.to_numpy(), [1, 2, 0])
     np.testing.assert_array_equal(xp.sort(x).to_numpy(), [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(xp.argsort(x).to_numpy(), [1, 2, 0])
+
+
+def test_assignment_goes_through_the_door() -> None:
+    from nxkernel_core import rig
+
+    x = xp.asarray(np.zeros(4))
+    held = rig.claim(donate=[x.buffer])  # another owner holds x's memory exclusive
+    try:
+        with pytest.raises(ValueError, match=r"Array\.__setitem__: .*held exclusive"):
+            x[0] = 1.0
+    finally:
+        held.release()
+    np.testing.assert_array_equal(x.to_numpy(), np.zeros(4))  # nothing was written
+    x[0] = 1.0
+    assert float(x[0]) == 1.0
