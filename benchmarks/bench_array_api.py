@@ -13,6 +13,7 @@ program is made once per dtype.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Callable
@@ -51,6 +52,16 @@ def _cases(n: int, rng: np.random.Generator) -> list[tuple[str, Callable[[], Any
     ]
 
 
+def _check(name: str, ours: Callable[[], Any], theirs: Callable[[], Any], bound: float | None) -> None:
+    """Ours against NumPy's: the same bits, or within ``bound`` (normwise)."""
+    got, want = np.asarray(ours().to_numpy()), np.asarray(theirs())
+    what = f"bench_array_api: {name}: nxkernel and NumPy"
+    if bound is None:
+        check_bits(what, got, want)
+    else:
+        check_close(what, got, want, bound, by="norm")
+
+
 def run(quick: bool) -> list[dict[str, Any]]:
     """The rows at 8 and 10^6 elements (10^4 with ``quick``)."""
     repeats = 5 if quick else 15
@@ -58,13 +69,8 @@ def run(quick: bool) -> list[dict[str, Any]]:
     rows = []
     for n in (8, 10**4 if quick else 10**6):
         for name, ours, theirs, bound in _cases(n, rng):
-            got, want = np.asarray(ours().to_numpy()), np.asarray(theirs())
-            what = f"bench_array_api: {name}: nxkernel and NumPy"
-            if bound is None:
-                check_bits(what, got, want)
-            else:
-                check_close(what, got, want, bound, by="norm")
-            rows.append(_row(name, n, "float32", ours, theirs, repeats * (20 if n == 8 else 1)))
+            rows.append(_row(name, n, "float32", ours, theirs, repeats * (20 if n == 8 else 1),
+                             check=functools.partial(_check, name, ours, theirs, bound)))
     return rows
 
 
