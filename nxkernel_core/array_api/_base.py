@@ -15,27 +15,18 @@ from typing import Final
 
 import numpy as np
 
-from .. import dtype as D
 from .. import nx, plugins, rig
 from .. import spec as S
 from ..answer import Answer, describe, refused
 from ..array import Array
 from ..dtype import Dtype, Kind
 from ..layout import Broadcast, Reshape
-from ..prog import Builder, Prog, Value
+from ..prog import Prog, Value
 from . import _dtypes as T
 
 __all__ = [
-    "KINDS",
-    "broadcast",
-    "cast",
-    "check_kind",
-    "device_of",
-    "elementwise",
-    "map_spec",
-    "operands",
-    "scalar_array",
-    "the_array",
+    "KINDS", "axes_of", "axis_of", "broadcast", "cast", "check_kind", "copy", "device_of",
+    "elementwise", "flat", "full", "map_spec", "operands", "reshaped", "scalar_array", "the_array",
     "write_into",
 ]
 
@@ -164,10 +155,6 @@ def elementwise(fn: str, body: Body, *xs: Array) -> Array:
     return nx.call(sp, *xs, name=fn)[0]
 
 
-def const(b: Builder, dt: Dtype, v: bool | int | float | complex) -> Value:
-    return b.const(dt, v)
-
-
 def flat(fn: str, x: Array) -> Array:
     """``x`` as one axis: a view where its strides allow, else a copy."""
     if x.rank == 1:
@@ -242,7 +229,3 @@ def full(fn: str, shape: Sequence[int], value: bool | int | float | complex, dt:
     """An array of ``shape`` filled with ``value`` (a 0-d array broadcast and copied)."""
     one = scalar_array(value, dt, dev)
     return copy(fn, one.view(Broadcast(tuple(shape)))) if shape else copy(fn, one)
-
-
-def zero_of(dt: Dtype) -> bool | int | float | complex:
-    return False if dt is D.bool_ else 0
