@@ -9,6 +9,7 @@ dtype, sub-byte and ``bit`` included (packed, least significant bit first).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any, final
 
@@ -593,14 +594,15 @@ def _inplace(fn: str, x: Array, y: Any) -> Array:
     return x
 
 
-def asarray(obj: object, dtype: Dtype | str | None = None, device: Rig | str | None = None) -> Array:
+def asarray(obj: object, dtype: Dtype | str | npt.DTypeLike | None = None,
+            device: Rig | str | None = None) -> Array:
     """An ``Array`` of ``obj`` (an Array, a NumPy array, a scalar or nested
     sequences) on ``device`` (the default device, ``rig.default_device()``,
     where None). Floats convert to ``dtype`` by the store rule (one rounding),
     everything else as NumPy's ``astype`` does; an Array already of that dtype
     on that device is returned as it is."""
     dev = _device(device) if device is not None else default_device()
-    dt = D.by_name(dtype) if isinstance(dtype, str) else dtype
+    dt = _dtype_of(dtype)
     if isinstance(obj, Array):
         if (dt is None or dt is obj.dtype) and obj.device is dev:
             return obj
@@ -612,6 +614,19 @@ def asarray(obj: object, dtype: Dtype | str | None = None, device: Rig | str | N
     if dt is None:
         dt = D.of_numpy(arr.dtype)
     return Array.from_numpy(_convert(arr, dt), dev, dt)
+
+
+def _dtype_of(dtype: object) -> Dtype | None:
+    """A Dtype from a Dtype, its name, or a NumPy dtype or type (``np.float64``)."""
+    if dtype is None or isinstance(dtype, Dtype):
+        return dtype
+    if isinstance(dtype, str):
+        with contextlib.suppress(ValueError):
+            return D.by_name(dtype)  # nxkernel's names first (bfloat16, int4, bit, ...)
+    try:
+        return D.of_numpy(np.dtype(dtype))  # type: ignore[call-overload]
+    except TypeError:
+        raise ValueError(f"asarray: {dtype!r} is not a dtype") from None
 
 
 def _device(dev: Rig | str) -> Rig:

@@ -232,3 +232,11 @@ def test_assignment_goes_through_the_door() -> None:
     np.testing.assert_array_equal(x.to_numpy(), np.zeros(4))  # nothing was written
     x[0] = 1.0
     assert float(x[0]) == 1.0
+
+
+def test_asarray_takes_numpy_dtypes_and_names() -> None:
+    assert nx.asarray([1, 2], dtype=np.float64).dtype == xp.float64
+    assert nx.asarray([1, 2], dtype="bfloat16").dtype.name == "bfloat16"
+    assert nx.asarray([1], dtype=np.dtype("int8")).dtype == xp.int8
+    with pytest.raises(ValueError, match="object has no nxkernel dtype"):
+        nx.asarray([1], dtype=object)
