@@ -287,7 +287,7 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
 def _arrays(fn: str, xs: Sequence[object], like: Array | None = None) -> list[Array]:
     """Operands as Arrays: Arrays as they are, anything else converted on the
     first Array's device, Python scalars to its dtype."""
-    anchor = like or next((x for x in xs if isinstance(x, Array)), None)
+    anchor = like if like is not None else next((x for x in xs if isinstance(x, Array)), None)
     out = []
     for x in xs:
         if isinstance(x, Array):
