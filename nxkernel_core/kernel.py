@@ -134,7 +134,11 @@ class Library(Protocol):
     ``statement.computes``.
 
     A library may also carry ``priority: int`` (default 0): discovery asks
-    libraries of higher priority first.
+    libraries of higher priority first; and ``unavailable: str | None``: why
+    the devices it is for cannot be used in this process, in one line (``None``
+    where they can), which ``nxkernel info`` and the pytest plugin's ``cuda``
+    marker show; and ``notes: Sequence[str]``: lines ``nxkernel info`` shows
+    beneath the library (which compiler it uses, ...).
     """
 
     @property
@@ -170,7 +174,8 @@ class Library(Protocol):
 
     def fold(self, spec: Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
         """The adjoint of a padded load: dst's element at an index is +0 plus
-        every element of x that the load reads from that index. Operand: x."""
+        every element of x that the load reads from that index. Operand: x, of
+        a dtype Prog's Add takes (no bool or bit), dst of x's dtype."""
         ...
 
     def gather(self, spec: Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
