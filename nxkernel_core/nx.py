@@ -296,7 +296,7 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
 def _arrays(fn: str, xs: Sequence[object], like: Array | None = None) -> list[Array]:
     """Operands as Arrays: Arrays as they are, anything else converted on the
     first Array's device, Python scalars to its dtype."""
-    anchor = like or next((x for x in xs if isinstance(x, Array)), None)
+    anchor = like if like is not None else next((x for x in xs if isinstance(x, Array)), None)
     out = []
     for x in xs:
         if isinstance(x, Array):
@@ -415,6 +415,16 @@ def _map_spec(kind: Binary | Unary, dt: Dtype) -> S.Map:
     return S.Map(Prog.binary(kind, dt), (S.PLAIN, S.PLAIN))
 
 
+def _kind_spec(fn: str, kind: Binary | Unary, arrays: Sequence[Array]) -> S.Map:
+    """``_map_spec``, a kind that does not take the dtype refused naming ``fn``
+    and the arrays (not the program's node)."""
+    try:
+        return _map_spec(kind, arrays[0].dtype)
+    except ValueError:
+        raise InvalidArgument(f"{fn}: {kind.name.lower()} does not take {arrays[0].dtype.name} "
+                              f"({describe(arrays)})") from None
+
+
 def _binary(fn: str, kind: Binary, x: object, y: object) -> Array:
     if isinstance(x, Array) and isinstance(y, Array) and x.layout.shape == y.layout.shape:
         a, b = x, y  # what _arrays and _broadcast give two Arrays of one shape
@@ -423,7 +433,7 @@ def _binary(fn: str, kind: Binary, x: object, y: object) -> Array:
     if a.dtype is not b.dtype:
         raise InvalidArgument(f"{fn}: operands of dtypes {a.dtype.name} and {b.dtype.name} differ; "
                               f"cast one first ({describe([a, b])})")
-    return call(_map_spec(kind, a.dtype), a, b, name=fn)[0]
+    return call(_kind_spec(fn, kind, [a, b]), a, b, name=fn)[0]
 
 
 def add(x: object, y: object) -> Array:
@@ -444,7 +454,7 @@ def mul(x: object, y: object) -> Array:
 def exp(x: object) -> Array:
     """e^x elementwise, for float x."""
     (a,) = _arrays("nx.exp", [x])
-    return call(_map_spec(Unary.EXP, a.dtype), a, name="nx.exp")[0]
+    return call(_kind_spec("nx.exp", Unary.EXP, [a]), a, name="nx.exp")[0]
 
 
 def where(c: object, x: object, y: object) -> Array:
@@ -608,7 +618,10 @@ def softmax(x: object, axis: int = -1) -> Array:
     (a,) = _arrays("nx.softmax", [x])
     (ax,) = _axes("nx.softmax", a, axis)
     m = max(a, ax, keepdims=True).view(Broadcast(a.shape))
-    shifted, quotient = _softmax_progs(a.dtype)
+    try:
+        shifted, quotient = _softmax_progs(a.dtype)
+    except ValueError:
+        raise InvalidArgument(f"nx.softmax: exp does not take {a.dtype.name} ({describe([a])})") from None
     total = call(S.Reduce(shifted, (S.PLAIN, S.PLAIN), (ax,), ((S.Monoid.SUM, 0, a.dtype),)),
                  a, m, name="nx.softmax")[0]
     s = total.reshape([1 if i == ax else d for i, d in enumerate(a.shape)]).view(Broadcast(a.shape))

@@ -63,6 +63,7 @@ __all__ = [
     "PluginWarning",
     "Registry",
     "Status",
+    "absent_reasons",
     "discover",
     "hookimpl",
     "hookspec",
@@ -290,6 +291,21 @@ def discover(refresh: bool = False) -> Registry:
         if _registry is None or refresh:
             _registry = _discover()
         return _registry
+
+
+def absent_reasons(name: str) -> list[str]:
+    """Why no device called ``name`` is open, one line per library that knows
+    (a library's optional ``absent(name)`` answers a reason or ``None``), e.g.
+    ``cuda:0: no CUDA driver is installed (library nx.cuda)``. Runs discovery
+    first, which opens the plugins' devices."""
+    registry = discover()
+    reasons = []
+    for lib in registry.libraries():
+        absent = getattr(lib, "absent", None)
+        why = absent(name) if callable(absent) else None
+        if why:
+            reasons.append(f"{name}: {why} (library {lib.name})")
+    return reasons
 
 
 def _names(variable: str) -> list[str]:

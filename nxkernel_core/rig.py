@@ -21,12 +21,15 @@ other claim.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ctypes
 import difflib
 import enum
 import itertools
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import TracebackType
@@ -45,11 +48,13 @@ __all__ = [
     "Rig",
     "claim",
     "consume",
+    "default_device",
     "device",
     "devices",
     "host",
     "memory_device",
     "register",
+    "using",
     "with_claims",
 ]
 
@@ -107,6 +112,18 @@ class Rig:
 
     def __repr__(self) -> str:
         return f"Rig({self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        """Identity, and a device name that resolves to this device (``"cpu"``
+        for the host, ``"cuda"`` for ``cuda:0``), as the Array API's users compare."""
+        if isinstance(other, str):
+            return _alias(other) == self.name
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = object.__hash__
 
     # ---- loss -------------------------------------------------------------------
 
@@ -220,18 +237,63 @@ def devices() -> tuple[Rig, ...]:
         return tuple(_registry.values())
 
 
+#: Names as PyTorch and JAX spell them: ``cpu`` is the host, ``cuda`` the first CUDA device.
+_ALIASES: Final = {"cpu": "host", "cuda": "cuda:0"}
+
+
+def _alias(name: str) -> str:
+    return _ALIASES.get(name, name)
+
+
 def device(name: str | Rig) -> Rig:
-    """The open device called ``name`` (a ``Rig`` is returned as it is)."""
+    """The open device called ``name`` (a ``Rig`` is returned as it is);
+    ``"cpu"`` names the host and ``"cuda"`` ``cuda:0``. A name not yet open
+    runs plugin discovery once; a device still absent is refused with each
+    library's reason (``ValueError``)."""
     if isinstance(name, Rig):
         return name
+    key = _alias(name)
+    dev = _registry.get(key)
+    if dev is not None:
+        return dev
+    from . import plugins  # discovery imports the libraries, which import this module
+
+    reasons = plugins.absent_reasons(key)
     with _registry_lock:
-        dev = _registry.get(name)
+        dev = _registry.get(key)
         names = list(_registry)
     if dev is None:
-        close = difflib.get_close_matches(name, names, n=1)
+        close = difflib.get_close_matches(key, names, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"rig.device: no device named {name!r} (open: {', '.join(names)}){hint}")
+        why = "; ".join(reasons) if reasons else f"no device named {key!r}"
+        raise ValueError(f"rig.device: {why} (open: {', '.join(names)}){hint}")
     return dev
+
+
+_default: contextvars.ContextVar[Rig | None] = contextvars.ContextVar("nxkernel_default_device",
+                                                                      default=None)
+
+
+def default_device() -> Rig:
+    """The device creation functions use where none is named: the innermost
+    ``using(...)``'s, else ``NXKERNEL_DEFAULT_DEVICE``'s (read at each call),
+    else the host."""
+    dev = _default.get()
+    if dev is not None:
+        return dev
+    name = os.environ.get("NXKERNEL_DEFAULT_DEVICE")
+    return device(name) if name else host
+
+
+@contextlib.contextmanager
+def using(dev: str | Rig) -> Iterator[Rig]:
+    """Make ``dev`` the default device inside the ``with`` block (this thread
+    and task only), as ``jax.default_device`` and ``torch.device`` do."""
+    token = _default.set(device(dev))
+    try:
+        yield _default.get() or host
+    finally:
+        _default.reset(token)
 
 
 def memory_device(name: str, budget: int | None = None) -> Rig:
@@ -304,6 +366,16 @@ class Buffer:
         buf = Buffer.create(dev, int(data.size))
         buf.host_view()[:] = data.reshape(-1)
         return buf
+
+    @staticmethod
+    def adopt(data: npt.NDArray[np.uint8], dev: Rig = host, writable: bool = True) -> Buffer:
+        """A buffer over host bytes another library owns, without a copy (DLPack
+        imports): ``data`` stays referenced as long as the memory lives."""
+        n = int(data.size)
+        with dev._lock:
+            dev._in_use += n  # released by Memory.__del__, as an allocation is
+        mem = Memory(dev, n, Access.READ_WRITE if writable else Access.READ, data.reshape(-1))
+        return Buffer(mem, 0, n, mem.epoch)
 
     @property
     def device(self) -> Rig:

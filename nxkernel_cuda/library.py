@@ -58,7 +58,7 @@ from . import (
     reductions,
     statistics,
 )
-from .device import CudaRig, availability
+from .device import EMULATE_VARIABLE, CudaRig, availability, emulation_requested
 
 if TYPE_CHECKING:
     from nxkernel_core.array import Array
@@ -230,6 +230,17 @@ class CudaLibrary:
     def computes_on(self, device: Rig) -> bool:
         """True for ``cuda:N`` and ``cuda-emu:N``."""
         return isinstance(device, CudaRig)
+
+    def absent(self, name: str) -> str | None:
+        """Why no CUDA device called ``name`` is open, or None for a name not
+        of the form ``cuda:N`` or ``cuda-emu:N`` (read by ``rig.device``)."""
+        kind, _, index = name.partition(":")
+        if kind not in ("cuda", "cuda-emu") or not index.isdigit():
+            return None
+        if kind == "cuda-emu":
+            return None if emulation_requested() else f"emulation is off (set {EMULATE_VARIABLE}=1)"
+        ok, why = availability()
+        return why if not ok else "no such GPU here"
 
     def declines(self, call: Call) -> str | None:
         """Why this library declines ``call``, or None."""
