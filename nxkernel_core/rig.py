@@ -42,12 +42,14 @@ __all__ = [
     "OutOfMemory",
     "Rig",
     "claim",
+    "claim_reads",
     "consume",
     "device",
     "devices",
     "host",
     "memory_device",
     "register",
+    "release_reads",
     "with_claims",
 ]
 
@@ -264,7 +266,6 @@ class Memory:
         self.readers = 0
         self.writers = 0
         self.exclusive = False
-        self._lock = threading.Lock()
 
     def __del__(self) -> None:
         try:
@@ -344,19 +345,21 @@ class Buffer:
         return hb[self.offset : self.offset + self.length]
 
 
+#: Guards every memory's claim counts (readers, writers, exclusive) and epochs.
+_claims_lock: Final = threading.Lock()
+
+
 def consume(buf: Buffer, why: str) -> Buffer:
     """Consume ``buf``'s memory: every buffer made over it earlier is dead, for
     ``why``; returns a fresh live buffer over the same bytes."""
     buf.check_live("consume")
     mem = buf.memory
-    with mem._lock:
+    # The claims' lock: consumption is rare, and a lock per memory would cost
+    # every allocation its making.
+    with _claims_lock:
         mem.consumed.append(why)
         mem.epoch += 1
         return Buffer(mem, buf.offset, buf.length, mem.epoch)
-
-
-#: Guards every memory's claim counts (readers, writers, exclusive).
-_claims_lock: Final = threading.Lock()
 
 
 class Claims:
@@ -425,6 +428,27 @@ def claim(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
         claims.release()
         raise
     return claims
+
+
+def claim_reads(memories: Sequence[Memory]) -> bool:
+    """Claim each memory for reading and answer True; or, where one is held
+    exclusive, claim nothing and answer False. The caller's warm path: it has
+    checked that the buffers live, and releases with ``release_reads``. Saves
+    ``claim``'s ``Claims`` object and second pass of liveness tests."""
+    with _claims_lock:
+        for m in memories:
+            if m.exclusive:
+                return False
+        for m in memories:
+            m.readers += 1
+    return True
+
+
+def release_reads(memories: Sequence[Memory]) -> None:
+    """Release the read claims ``claim_reads`` made."""
+    with _claims_lock:
+        for m in memories:
+            m.readers -= 1
 
 
 @final
