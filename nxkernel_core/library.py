@@ -29,9 +29,9 @@ from typing import Any, ClassVar
 
 from . import fits
 from . import shape as SH
-from . import spec as S
 from .answer import Answer, InvalidArgument
 from .array import Array
+from .caller import result_dtypes
 from .door import door
 from .dtype import Dtype
 from .kernel import KERNEL_NAMES, Call, KernelStatement, Statement, gamma, unit_roundoff
@@ -48,42 +48,10 @@ Hook = Callable[[Any, Sequence[Array], Sequence[Array]], None]
 # --------------------------------------------------------------------------
 
 
-def _map_misfit(spec: S.Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    if not operands or len(operands) != spec.prog.n_ins or len(dsts) != spec.prog.n_outs:
-        return Answer.BAD_ARITY
-    loaded = SH.map(spec, [a.shape for a in operands])
-    if isinstance(loaded, SH.Error):
-        return Answer.SHAPE_MISMATCH
-    loop = loaded[0]
-    found = SH.map_refusal(spec.prog, len(loop), [d.dtype for d in dsts],
-                           [a.dtype for a in operands], spec.loads)
-    if found is not None:
-        return found[0]
-    return Answer.SHAPE_MISMATCH if any(d.shape != loop for d in dsts) else None
-
-
-def _reduce_misfit(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]
-                   ) -> Answer | None:
-    if len(operands) != len(spec.loads) or len(dsts) != spec.n_results() or not operands:
-        return Answer.BAD_ARITY
-    first = spec.loads[0]
-    rank = first.pad.loaded_rank if isinstance(first, S.Padded) else operands[0].rank
-    found = SH.reduce_refusal(spec.prog, rank, spec.reductions, [d.dtype for d in dsts],
-                              [a.dtype for a in operands], spec.loads)
-    if found is not None:
-        return found[0]
-    want = SH.reduce(spec, [a.shape for a in operands])
-    if isinstance(want, SH.Error) or any(d.shape != w for d, w in zip(dsts, want, strict=True)):
-        return Answer.SHAPE_MISMATCH
-    return None
-
-
 def _general_misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]
                     ) -> Answer | None:
     """Counts, then the destinations' dtypes the spec fixes, then the shapes
     the kernel's shape rule gives."""
-    from .caller import result_dtypes
-
     if len(operands) != spec.n_operands() or len(dsts) != spec.n_results():
         return Answer.BAD_ARITY
     try:
@@ -103,8 +71,8 @@ _ROUTINES = ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")
 #: The fit check of each kernel whose rule the core states in full; the others
 #: take ``_general_misfit``.
 _MISFITS: Mapping[str, Callable[[Any, Sequence[Array], Sequence[Array]], Answer | None]] = {
-    "map": _map_misfit,
-    "reduce": _reduce_misfit,
+    "map": fits.map_misfit,
+    "reduce": fits.reduce_misfit,
     "fft": fits.fft_misfit,
     "attention": fits.attention_misfit,
     **{k: fits.routine_misfit for k in _ROUTINES},
