@@ -1,4 +1,4 @@
-"""The host library's own BLAS: a private OpenBLAS instance, always on one thread.
+"""The host library's own BLAS: private OpenBLAS instances on fixed thread counts.
 
 OpenBLAS's bits depend on its thread count (its threaded driver splits the
 work into other blocks than its one-thread driver does), and the process's
@@ -13,6 +13,12 @@ function of the extents alone) on its own threads. Each element's order of
 summation is then a function of the extents and of the OpenBLAS core type
 (``corename()``, chosen by OpenBLAS from the CPU), and nothing another thread
 does to any BLAS changes it.
+
+The matrix routines (``lapack``), which factor one matrix at a time, run on
+a second private instance kept on ``ROUTINE_THREADS`` threads: OpenBLAS
+splits a routine's work over a fixed count of threads by a static rule, so
+their bits are a function of the extents, the core type and that constant,
+the same on every machine and whatever the program's thread settings.
 
 The copy is made in a new private folder (``mkdtemp``, mode 0700) by this
 process, loaded, and deleted at once (the mapping stays): nothing foreign is
@@ -37,7 +43,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["corename", "gemm", "library"]
+__all__ = ["ROUTINE_THREADS", "corename", "gemm", "library"]
 
 NDArray = npt.NDArray[Any]
 
@@ -47,6 +53,8 @@ _NO_TRANS: Final = 111
 _TRANS: Final = 112
 #: The largest extent a 32-bit BLAS integer holds.
 _INT_MAX: Final = 2**31 - 1
+#: The threads of the routines' instance: a constant, so it fixes their bits.
+ROUTINE_THREADS: Final = 2
 
 
 def _source() -> Path:
@@ -62,16 +70,17 @@ def _source() -> Path:
 
 
 @functools.cache
-def library() -> ctypes.CDLL:
-    """The private OpenBLAS instance, loaded once and set to one thread.
+def library(threads: int = 1) -> ctypes.CDLL:
+    """The private OpenBLAS instance of ``threads`` threads (each count its
+    own instance, from its own copy), loaded once and set to that count.
 
     Raises:
         ImportError: the ``scipy-openblas32`` wheel is not installed, or the
-            instance does not stay on one thread.
+            instance does not keep the count.
     """
     folder = tempfile.mkdtemp(prefix="nxkernel-blas-")
     try:
-        private = Path(folder) / "libnxkernel_host_blas.so"
+        private = Path(folder) / f"libnxkernel_host_blas{threads}.so"
         shutil.copyfile(_source(), private)
         lib = ctypes.CDLL(str(private), mode=os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0))
     finally:
@@ -79,9 +88,9 @@ def library() -> ctypes.CDLL:
     lib.scipy_openblas_set_num_threads.argtypes = [ctypes.c_int]
     lib.scipy_openblas_set_num_threads.restype = None
     lib.scipy_openblas_get_num_threads.restype = ctypes.c_int
-    lib.scipy_openblas_set_num_threads(1)
-    if lib.scipy_openblas_get_num_threads() != 1:
-        raise ImportError("nxkernel_host.blas: the private OpenBLAS did not stay on one thread")
+    lib.scipy_openblas_set_num_threads(threads)
+    if lib.scipy_openblas_get_num_threads() != threads:
+        raise ImportError(f"nxkernel_host.blas: a private OpenBLAS did not keep {threads} threads")
     lib.scipy_openblas_get_corename.restype = ctypes.c_char_p
     pointer, blasint = ctypes.c_void_p, ctypes.c_int
     for name, scalar in (("scipy_cblas_sgemm", ctypes.c_float), ("scipy_cblas_dgemm", ctypes.c_double)):

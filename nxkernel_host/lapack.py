@@ -1,10 +1,11 @@
-"""LAPACK routines of the host library's own OpenBLAS instance (``blas.library()``),
-through its LAPACKE interface: the few the matrix routines call, at float32,
-float64, complex64 and complex128, on Fortran-ordered (column-major) matrices.
+"""LAPACK routines of the host library's own OpenBLAS instance for routines
+(``blas.library(ROUTINE_THREADS)``), through its LAPACKE interface: the few the
+matrix routines call, at float32, float64, complex64 and complex128, on
+Fortran-ordered (column-major) matrices.
 
-Like the library's BLAS calls, these run on the private instance, on one
-thread, so their bits depend on the extents and the OpenBLAS core type
-alone, and the program's own BLAS (NumPy's, SciPy's) is never touched.
+That instance always runs ``ROUTINE_THREADS`` threads, so the bits depend on
+the extents, the OpenBLAS core type and that constant alone, and the
+program's own BLAS (NumPy's, SciPy's) is never touched.
 Each function works on fresh arrays it returns and reports LAPACK's ``info``
 (0: done; > 0: the routine's own failure, such as a matrix that is not
 positive definite or an iteration that did not converge). The callers check
@@ -19,7 +20,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from .blas import library
+from .blas import ROUTINE_THREADS, library
 
 __all__ = ["geev", "geqrf", "gesdd", "heevd", "orgqr", "potrf", "trsm"]
 
@@ -41,7 +42,7 @@ _LETTER: Final = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
 def _call(name: str, dtype: np.dtype[Any], *args: Any) -> int:
     """LAPACKE's ``{letter}{name}`` for ``dtype`` with ``args`` (ints, chars as
     one-byte strings, arrays as pointers to their data); its info."""
-    fn = getattr(library(), f"scipy_LAPACKE_{_LETTER[dtype]}{name}")
+    fn = getattr(library(ROUTINE_THREADS), f"scipy_LAPACKE_{_LETTER[dtype]}{name}")
     fn.restype = ctypes.c_int
     converted: list[Any] = [ctypes.c_int(_COL_MAJOR)]
     for arg in args:
@@ -157,7 +158,7 @@ def trsm(a: NDArray, b: NDArray, lower: bool, transpose: bool, unit_diagonal: bo
     if m == 0 or n == 0:
         return x
     one = np.ones(1, dtype=x.dtype)
-    fn = getattr(library(), f"scipy_cblas_{_LETTER[x.dtype]}trsm")
+    fn = getattr(library(ROUTINE_THREADS), f"scipy_cblas_{_LETTER[x.dtype]}trsm")
     fn.restype = None
     alpha: Any = ctypes.c_void_p(one.ctypes.data)
     if x.dtype.kind != "c":

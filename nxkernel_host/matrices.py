@@ -11,9 +11,9 @@ NaN in every result of its own, and in no other matrix's; no routine raises.
 
 lu is this module's own (Numba, serial): partial pivoting choosing the first
 row of greatest magnitude, the rule the contract states. The others call the
-LAPACK and BLAS of the library's own OpenBLAS instance (``lapack``, on one
-thread), so their bits do not depend on thread counts and the program's BLAS
-is never touched.
+LAPACK and BLAS of the library's own OpenBLAS instance for routines
+(``lapack``, on a constant two threads), so their bits do not depend on the
+program's thread counts and the program's BLAS is never touched.
 """
 
 from __future__ import annotations
@@ -370,7 +370,7 @@ FAMILY: Final = Family(
         for name in ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")
     },
     algorithms={
-        "cholesky": "LAPACK ?potrf (one thread) on the lower (upper) triangle alone, the other "
+        "cholesky": "LAPACK ?potrf (the routines' instance) on the lower (upper) triangle alone, the other "
                     "triangle zero: L̂L̂ᴴ = A + ΔA, |ΔA| ≤ γ(n + 1)|L̂||L̂ᴴ| (Higham Thm 10.3). "
                     "NaN factor where the read triangle is not finite or potrf finds the "
                     "matrix not positive definite.",
@@ -381,31 +381,32 @@ FAMILY: Final = Family(
               "L̂Û = PA + ΔA with |ΔA| ≤ γ(k)|L̂||Û| for real dtypes (Higham Thm 9.3) and "
               "γ(4k + 6)|L̂||Û| for complex ones (a complex product errs by √2·γ(2), a "
               "quotient by √2·γ(4): Higham Lemma 3.5).",
-        "qr": "LAPACK ?geqrf (Householder) then ?orgqr/?ungqr (one thread): Q̂R̂ = A + ΔA with "
+        "qr": "LAPACK ?geqrf (Householder) then ?orgqr/?ungqr (the routines' instance): Q̂R̂ = A + ΔA with "
               "‖Δaⱼ‖₂ ≤ γ̃(mn)‖aⱼ‖₂ for each column and ‖Q̂ᴴQ̂ − I‖ ≤ γ̃(mn), γ̃(k) = c·k·u "
               "for a small constant c (Higham Thm 19.4). NaN where a is not finite.",
-        "svd": "LAPACK ?gesdd (divide and conquer, one thread): backward stable, so each "
+        "svd": "LAPACK ?gesdd (divide and conquer, the routines' instance): backward stable, so each "
                "singular value is within p(m, n)·u·‖A‖₂ of the exact one (Weyl) and the "
                "vectors are orthonormal to p(m, n)·u, p a modest polynomial (in practice "
                "below 10·max(m, n)). NaN where a is not finite or gesdd does not converge.",
-        "eigh": "LAPACK ?syevd/?heevd (divide and conquer, one thread) on the lower triangle "
+        "eigh": "LAPACK ?syevd/?heevd (divide and conquer, the routines' instance) on the lower triangle "
                 "alone: ascending eigenvalues each within p(n)·u·‖A‖₂ of the exact ones, "
                 "vectors orthonormal to p(n)·u. NaN where the lower triangle is not finite "
                 "or the solver does not converge.",
-        "eig": "LAPACK ?geev (Hessenberg reduction and shifted QR, one thread): the Schur form "
+        "eig": "LAPACK ?geev (Hessenberg reduction and shifted QR, the routines' instance): the Schur form "
                "of A + ΔA with ‖ΔA‖ ≤ p(n)·u·‖A‖, so an eigenvalue errs by about p(n)·u·‖A‖ "
                "times its condition number. NaN where a is not finite or QR does not "
                "converge.",
-        "solve_triangular": "BLAS ?trsm (one thread): each column solves (T + ΔT)x̂ = b with "
+        "solve_triangular": "BLAS ?trsm (the routines' instance): each column solves (T + ΔT)x̂ = b with "
                             "|ΔT| ≤ γ(n + 1)|T| (Higham Thm 8.5; one more rounding for the "
                             "diagonal's reciprocal); a zero diagonal gives infinities or NaN, "
                             "never an error.",
     },
     open_choices={
         "LAPACK": "every LAPACK and BLAS call runs on the library's own OpenBLAS instance "
-                  "(nxkernel_host.blas: a private copy of scipy-openblas32's, on one thread), "
-                  "so the bits depend on the extents and the OpenBLAS core type alone, and the "
-                  "program's BLAS thread counts are never read or changed.",
+                  "for routines (nxkernel_host.blas: a private copy of scipy-openblas32's, "
+                  "always on ROUTINE_THREADS = 2 threads, split by OpenBLAS's static rule), so "
+                  "the bits depend on the extents, the OpenBLAS core type and that constant "
+                  "alone, and the program's BLAS thread counts are never read or changed.",
         "eig order": "as ?geev leaves them: the diagonal of its Schur form (real input: "
                      "each conjugate pair adjacent, positive imaginary part first); not sorted.",
         "eig vectors": "?geev's: unit 2-norm with the largest component real; a real "
