@@ -73,6 +73,8 @@ _ROUTINES = ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")
 _MISFITS: Mapping[str, Callable[[Any, Sequence[Array], Sequence[Array]], Answer | None]] = {
     "map": fits.map_misfit,
     "reduce": fits.reduce_misfit,
+    **{k: fits.move_misfit for k in ("gather", "range_gather", "scatter", "sort", "numbering",
+                                     "assemble")},
     "fft": fits.fft_misfit,
     "attention": fits.attention_misfit,
     **{k: fits.routine_misfit for k in _ROUTINES},
