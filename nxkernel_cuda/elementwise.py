@@ -44,7 +44,6 @@ from .launch import Arg
 
 __all__ = [
     "KERNEL", "PROSE", "TEMPLATE", "declines", "map", "map_code", "map_source",
-    "program_declines",
 ]
 
 #: The kernel's name in every map source.
@@ -138,19 +137,11 @@ PROSE: Final = (
 )
 
 
-def program_declines(prog: Prog, loads: Sequence[S.Load]) -> str | None:
-    """Why map (and the reductions) decline a program over these loads, or
-    None: every program is generated and every load, Plain or Padded, of
-    every dtype is read (a Padded load's descriptor holds a fill of up to 16
-    bytes, a complex128's)."""
-    return None
-
-
 def declines(call: Call) -> str | None:
-    """Why map declines ``call``, or None where it computes it."""
-    spec = call.spec
-    assert isinstance(spec, S.Map)
-    return program_declines(spec.prog, spec.loads)
+    """Why map declines ``call``: never. Every program is generated and every
+    load, Plain or Padded, of every dtype is read (a Padded load's descriptor
+    holds a fill of up to 16 bytes, a complex128's)."""
+    return None
 
 
 def map(spec: S.Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
@@ -161,8 +152,6 @@ def map(spec: S.Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer
     dev = loops.cuda_device([*dsts, *operands])
     if dev is None:
         return Answer.WRONG_DEVICE
-    if program_declines(spec.prog, spec.loads) is not None:
-        return Answer.DECLINED
     with door(dsts, operands, device=dev) as refusal:
         if refusal is not None:
             return refusal

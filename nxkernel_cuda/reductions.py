@@ -72,7 +72,6 @@ from nxkernel_core.prog import Prog
 from . import loops, plans, statistics, term_walks, terms
 from .build import Source, file_source
 from .device import CudaRig
-from .elementwise import program_declines as _program_decline
 
 __all__ = [
     "REDUCE_PROSE",
@@ -219,11 +218,11 @@ def _complex_decline(spec: S.Reduce) -> str | None:
 
 
 def _reduce_decline(spec: S.Reduce) -> str | None:
-    return _program_decline(spec.prog, spec.loads) or _complex_decline(spec)
+    return _complex_decline(spec)
 
 
 def _scan_decline(spec: S.Scan) -> str | None:
-    return statistics.declines_scan(spec) or _program_decline(spec.prog, spec.loads)
+    return statistics.declines_scan(spec)
 
 
 def declines_reduce(call: Call) -> str | None:
