@@ -46,7 +46,18 @@ from typing import TYPE_CHECKING, Final, final
 from nxkernel_core.answer import Answer
 from nxkernel_core.kernel import KERNEL_NAMES, Call, KernelStatement, Statement
 
-from . import attention, contraction, elementwise, folds, fourier, matrices, moves, reductions, statistics
+from . import (
+    attention,
+    contraction,
+    elementwise,
+    folds,
+    fourier,
+    matrices,
+    moves,
+    nvrtc,
+    reductions,
+    statistics,
+)
 from .device import CudaRig, availability
 
 if TYPE_CHECKING:
@@ -200,6 +211,18 @@ class CudaLibrary:
             if self._statement is None:
                 self._statement = _statement()
             return self._statement
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why this process can use no CUDA GPU, in one line (``None`` where it
+        can): :func:`~nxkernel_cuda.device.availability`'s reason."""
+        ok, why = availability()
+        return None if ok else why
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Lines for ``nxkernel info``: which NVRTC compiles, and why."""
+        return (nvrtc.describe(),)
 
     def computes_on(self, device: Rig) -> bool:
         """True for ``cuda:N`` and ``cuda-emu:N``."""
