@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -122,14 +122,15 @@ def prepare(spec: Map, dsts: tuple[tuple[Dtype, Layout], ...],
         # views and the fresh destinations' bytes viewed straight, then one
         # box on this thread; saves ``_compute``'s and ``map_into``'s steps.
         types = [dt.numpy_dtype for dt, _ in dsts]
-        reads = [_reader(dt, lay) for dt, lay in operands]
+        flat = len(loop) == 1  # a fresh destination's bytes viewed are already of its shape
+        reads = [views.reader(dt, lay) for dt, lay in operands]
 
         def small(sp: Map, ds: Sequence[Array], ops: Sequence[Array]) -> None:
             targets = []
             for d, t in zip(ds, types, strict=True):
                 hb = d.buffer.memory.host_bytes
                 assert hb is not None  # a fresh host destination
-                targets.append(hb.view(t).reshape(loop))
+                targets.append(hb.view(t) if flat else hb.view(t).reshape(loop))
             program.box_into(ev, [r(a) for r, a in zip(reads, ops, strict=True)], loop, targets)
 
         return small
@@ -138,26 +139,6 @@ def prepare(spec: Map, dsts: tuple[tuple[Dtype, Layout], ...],
         _compute(sp, ds, ops, ev, loop, False)
 
     return hook
-
-
-def _reader(dt: Dtype, layout: Layout) -> Callable[[Array], npt.NDArray[Any]]:
-    """How a prepared map reads a byte-wide operand of ``dt`` and ``layout``
-    whose buffer the caller found live, on host memory: a contiguous one as
-    a slice of its bytes (its start and length worked out once here, saving
-    ``numpy_view``'s checks), any other as ``views.read`` does."""
-    if not layout.is_contiguous() or layout.numel == 0:
-        return views.read
-    item = dt.numpy_dtype.itemsize
-    first, n, shape, t = layout.offset * item, layout.numel * item, layout.shape, dt.numpy_dtype
-
-    def read(a: Array) -> npt.NDArray[Any]:
-        buf = a.buffer
-        hb = buf.memory.host_bytes
-        assert hb is not None  # the host library computes on host memory alone
-        start = buf.offset + first
-        return hb[start:start + n].view(t).reshape(shape)
-
-    return read
 
 
 def _declines(call: Call) -> str | None:

@@ -583,7 +583,27 @@ def prepare_reduce(spec: S.Reduce, dsts: tuple[tuple[Dtype, Layout], ...],
     if _reduce_misfit_of(spec, tuple([(dt, lay.shape) for dt, lay in dsts]),
                          tuple([(dt, lay.shape) for dt, lay in operands])) is not None:
         return None
-    return _reduce_into
+    (x_dt, x_layout), *rest = operands
+    if (rest or not isinstance(spec.loads[0], S.Plain) or x_dt.is_sub_byte
+            or not x_layout.is_contiguous() or x_layout.numel == 0
+            or any(_copied_input(spec.prog, k) != 0 for _, k, _ in spec.reductions)):
+        return _reduce_into
+    # One contiguous Plain operand whose every reduced output is the operand
+    # itself (nx.sum, nx.max, ...): its view read straight, as _Outputs.get
+    # would give it, without _Outputs' and the loop's steps.
+    read = views.reader(x_dt, x_layout)
+    terms = [(red, spec.prog.out_dtypes[k], dt) for red, k, dt in spec.reductions]
+    axes = spec.axes
+
+    def small(sp: S.Reduce, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        y = read(ops[0])
+        results: list[Arr] = []
+        for red, term, dt in terms:
+            results += _reduce_rows(red, term, dt, _Terms(y, axes))
+        for dst, v in zip(ds, results, strict=True):
+            views.store(dst, v.reshape(dst.shape))
+
+    return small
 
 
 # ---------------------------------------------------------------------------

@@ -221,3 +221,44 @@ def test_a_hook_only_gets_calls_of_the_signature_it_was_prepared_for(
     assert lib.calls == ["hook"] * 7
     assert [dev.name for _, dev in lib.prepared] == ["host", "host", "caller-test"]
     assert [ops[0][1].strides for ops, _ in lib.prepared] == [(1,), (2,), (1,)]
+
+
+
+def _specs(dt: D.Dtype, rank: int) -> list[Any]:
+    """Map and reduce specs of one ``dt`` operand of ``rank``, as nx's calls make them."""
+    specs: list[Any] = [nx._cast_spec(dt, D.float64)]
+    if dt is not D.bool_:
+        specs += [nx._map_spec(Binary.ADD, dt), nx._map_spec(Binary.MUL, dt)]
+    reductions: list[Any] = [S.Monoid.MAX, S.Monoid.MIN]
+    if dt is not D.bool_:
+        reductions += [S.Monoid.SUM, S.Monoid.PROD]
+    if not dt.is_complex:
+        reductions += [S.Arg(S.Extreme.MAX), S.Arg(S.Extreme.MIN)]
+    if dt.is_float:
+        reductions += [S.LOGSUMEXP, S.MOMENTS]
+    for axes in {tuple(range(rank)), tuple(range(rank))[1:], tuple(range(rank))[:1]}:
+        specs += [nx._reduce_spec(dt, axes, r, dt) for r in reductions]
+    return specs
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "complex64", "bool"])
+def test_a_prepared_hook_gives_the_kernel_methods_bits(dtype: str) -> None:
+    """A warm call (the plan's prepared hook) gives the bits the host library's
+    kernel method (its full path) gives the same spec and operands."""
+    host = plugins.discover().library("host")
+    rng = np.random.default_rng(7)
+    dt = D.by_name(dtype)
+    for shape in ((8,), (3, 5), (2, 3, 4), ()):
+        raw = rng.standard_normal(shape) * 4
+        x = nx.asarray(raw.astype(np.bool_) if dt is D.bool_ else raw, dt)
+        for spec in _specs(dt, len(shape)):
+            ops = [x] * spec.n_operands()
+            with np.errstate(all="ignore"):
+                nx.call(spec, *ops)
+                warm = nx.call(spec, *ops)
+            key = (spec, None, None, *[v for o in ops for v in (o.dtype, o.layout, o.device)])
+            assert caller._plans[key].hook is not None, spec
+            dsts = [Array.empty(w.dtype, w.shape) for w in warm]
+            assert getattr(host, spec.kernel)(spec, dsts, ops) is Answer.DONE
+            for w, d in zip(warm, dsts, strict=True):
+                assert w.to_numpy().tobytes() == d.to_numpy().tobytes(), (spec, shape)
