@@ -105,6 +105,8 @@ def _refusal_rule(sp: Any, loads: Sequence[Dtype], dtypes: Sequence[Dtype],
             first = n_kv + (1 if sp.lengths else 0)
             return Shape.attention_refusal(sp.prog, loads[0], rank, dtypes[0], sp.acc,
                                            loads[first:], sp.loads)
+        case S.Fold():
+            return Shape.fold_refusal(loads[0], dtypes[0])
     return None
 
 

@@ -174,7 +174,8 @@ class Library(Protocol):
 
     def fold(self, spec: Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
         """The adjoint of a padded load: dst's element at an index is +0 plus
-        every element of x that the load reads from that index. Operand: x."""
+        every element of x that the load reads from that index. Operand: x, of
+        a dtype Prog's Add takes (no bool or bit), dst of x's dtype."""
         ...
 
     def gather(self, spec: Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:

@@ -132,8 +132,9 @@ PROSE: Final = (
     "CUDA kernel generated per program: results equal the reference evaluator bit for bit but for "
     "the transcendental kinds, Pow and Atan2 (float32 and narrower: computed in double and rounded "
     "once, within 1 ulp; float64: libdevice's, within 2 ulps, the C library's on cuda-emu); complex "
-    "Mul is the textbook product unfused and Fdiv and Recip NumPy's complex128 division (Smith's) "
-    "rounded once per part, as the reference. It declines nothing."
+    "Mul is the textbook product unfused and Fdiv and Recip Smith's division in float64 (each part "
+    "of the numerator divided by the scaled denominator) rounded once per part, as the reference. "
+    "It declines nothing."
 )
 
 

@@ -150,10 +150,13 @@ _ALGORITHMS: Final = {
         "has an ulp bound: every complex kind gives the reference evaluator's bits on both devices. Mul "
         "is the textbook (ar·br − ai·bi) + i(ar·bi + ai·br), each product and sum rounded to the part "
         "dtype, never fused (the host library's and NumPy's formula; each part within 2u normwise); "
-        "Fdiv and Recip are NumPy's complex128 division (Smith's, with its branch for a zero divisor) "
-        "in float64, each part rounded once (complex64 thus divides in float64); a NaN part they make is "
-        "the canonical quiet NaN. Add, Sub and Neg are part by part with the float NaN rule; Maximum, "
-        "Minimum and the comparisons order by the real part, then the imaginary part."),
+        "Fdiv and Recip are Smith's division with NumPy's branches (its branch for a zero divisor "
+        "included) in float64, each part of the numerator divided by the scaled denominator, never "
+        "multiplied by its reciprocal (so (0 + 2⁻⁵⁰i) / (0 − 2⁻¹⁰⁷⁴i) is (−inf, +0), upstream's, not "
+        "NumPy's (−inf, NaN)); barring overflow and underflow each float64 part is within γ(7)·|x/y| of "
+        "the exact quotient's, then each part rounds once (complex64 thus divides in float64); a NaN part "
+        "they make is the canonical quiet NaN. Add, Sub and Neg are part by part with the float NaN "
+        "rule; Maximum, Minimum and the comparisons order by the real part, then the imaginary part."),
     **statistics.ALGORITHMS,
     **matrices.ALGORITHMS,
     "fft": fourier.ALGORITHM,

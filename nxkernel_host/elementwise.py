@@ -173,6 +173,12 @@ ALGORITHMS: Final = {
     "map float64 ulps": _ulps_prose("float64"),
     "map float32 ulps": _ulps_prose("float32") + " float16, bfloat16 and float8/float4 "
     "compute the same float64 value and round it once into their format, within 1 ulp.",
+    "complex kinds": "the reference's bits but for NaN parts' bits: Mul the textbook product, "
+    "unfused (each part within 2u normwise); Fdiv and Recip Smith's division with NumPy's "
+    "branches in float64, each part of the numerator divided by the scaled denominator, never "
+    "multiplied by its reciprocal (so (0 + 2⁻⁵⁰i) / (0 − 2⁻¹⁰⁷⁴i) is (−inf, +0), upstream's, not "
+    "NumPy's (−inf, NaN)): barring overflow and underflow each float64 part within γ(7)·|x/y| of "
+    "the exact quotient's, then rounded once into the part dtype (complex64 divides in float64).",
 }
 
 FAMILY: Final = Family(

@@ -831,12 +831,6 @@ def _last(y: Arr, axis: int) -> Arr:
 # ---------------------------------------------------------------------------
 
 
-def _fold_declines(call_dtype: Dtype) -> str | None:
-    if call_dtype.is_bool:
-        return f"Add does not take {call_dtype.name}, so neither does fold"
-    return None
-
-
 def _taps(d: int, lo: int, interior: int, count: int, step: int, tap: int,
           dilation: int) -> tuple[slice, slice] | None:
     """Along one axis, for one tap: the operand indices a load reads at that
@@ -863,13 +857,12 @@ def fold(spec: S.Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
     if len(operands) != 1 or len(dsts) != 1:
         return Answer.BAD_ARITY
     (x,), (dst,) = operands, dsts
-    if dst.dtype is not x.dtype:
-        return Answer.WRONG_DTYPE
+    misfit = SH.fold_refusal(x.dtype, dst.dtype)  # bool and bit too: Add takes neither
+    if misfit is not None:
+        return misfit[0]
     want = SH.fold(spec, [x.shape])
     if isinstance(want, SH.Error) or dst.shape != want[0]:
         return Answer.SHAPE_MISMATCH
-    if _fold_declines(x.dtype) is not None:
-        return Answer.DECLINED
     with door(dsts, operands, need_host=True) as refusal:
         if refusal is not None:
             return refusal
@@ -935,16 +928,13 @@ _SCAN_PROSE: Final = (
 _FOLD_PROSE: Final = (
     "every fold at every dtype Add takes: each element is +0 plus the x elements the padded "
     "load reads from it, added in C order of the taps, narrow floats in float32 and rounded "
-    "once, integers wrapping. It declines bool and bit, which Add does not take.")
+    "once, integers wrapping. Declines nothing; bool and bit, which Add does not take, do not "
+    "fit (WRONG_DTYPE, shape.fold_refusal).")
 
 
 def _declines_nothing(call: Call) -> str | None:
     """Host reductions and scans compute every call that fits."""
     return None
-
-
-def _declines_fold(call: Call) -> str | None:
-    return _fold_declines(call.operands[0].dtype) if call.operands else None
 
 
 #: The order and grouping of each float sum, product and scan.
@@ -1025,7 +1015,7 @@ FAMILY: Final = Family(
     statements={
         "reduce": KernelStatement(_REDUCE_PROSE, _declines_nothing),
         "scan": KernelStatement(_SCAN_PROSE, _declines_nothing),
-        "fold": KernelStatement(_FOLD_PROSE, _declines_fold),
+        "fold": KernelStatement(_FOLD_PROSE, _declines_nothing),
     },
     association=ASSOCIATION,
     algorithms=ALGORITHMS,

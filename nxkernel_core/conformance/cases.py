@@ -96,6 +96,8 @@ def fill_bits(dt: Dtype, value: Any) -> bytes:
 
 def _const(draw: st.DrawFn, b: Builder, dt: Dtype) -> Value:
     sp = G.specials(dt)
+    if dt.is_bool:
+        sp = sp[np.asarray(sp).view(np.uint8) <= 1]  # a bool constant is 0 or 1 (upstream §3)
     v = sp[draw(st.integers(0, len(sp) - 1))]
     return b.const_bits(dt, fill_bits(dt, v))
 
