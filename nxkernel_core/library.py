@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from . import fits
 from . import shape as SH
+from . import spec as S
 from .answer import Answer, InvalidArgument
 from .array import Array
 from .caller import result_dtypes
@@ -50,8 +51,8 @@ Hook = Callable[[Any, Sequence[Array], Sequence[Array]], None]
 
 def _general_misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]
                     ) -> Answer | None:
-    """Counts, then the destinations' dtypes the spec fixes, then the shapes
-    the kernel's shape rule gives."""
+    """Counts, then the destinations' dtypes the spec fixes (and fold's dtype
+    rule), then the shapes the kernel's shape rule gives."""
     if len(operands) != spec.n_operands() or len(dsts) != spec.n_results():
         return Answer.BAD_ARITY
     try:
@@ -60,6 +61,10 @@ def _general_misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]
         fixed = None  # a kernel whose destinations' dtypes the caller chooses
     if fixed is not None and tuple(d.dtype for d in dsts) != tuple(fixed):
         return Answer.WRONG_DTYPE
+    if isinstance(spec, S.Fold):
+        found = SH.fold_refusal(operands[0].dtype, dsts[0].dtype)
+        if found is not None:
+            return found[0]
     want = getattr(SH, spec.kernel)(spec, [a.shape for a in operands])
     if isinstance(want, SH.Error) or tuple(d.shape for d in dsts) != tuple(want):
         return Answer.SHAPE_MISMATCH
