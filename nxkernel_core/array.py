@@ -297,13 +297,13 @@ class Array:
         return Array(dt, Layout(tuple(shape), tuple(strides), self.layout.offset // r), self.buffer)
 
 
-def asarray(obj: object, dtype: Dtype | str | None = None, device: Rig | str = "host") -> Array:
+def asarray(obj: object, dtype: D.DtypeLike | None = None, device: Rig | str = "host") -> Array:
     """An ``Array`` of ``obj`` (an Array, a NumPy array, a scalar or nested
     sequences) on ``device``. Floats convert to ``dtype`` by the store rule
     (one rounding), everything else as NumPy's ``astype`` does; an Array already
     of that dtype on that device is returned as it is."""
     dev = _device(device)
-    dt = D.by_name(dtype) if isinstance(dtype, str) else dtype
+    dt = None if dtype is None else D.resolve(dtype, "asarray")
     if isinstance(obj, Array):
         if (dt is None or dt is obj.dtype) and obj.device is dev:
             return obj
@@ -312,6 +312,8 @@ def asarray(obj: object, dtype: Dtype | str | None = None, device: Rig | str = "
             return Array.from_numpy(src, dev, obj.dtype)
         return Array.from_numpy(_convert(src, dt), dev, dt)
     arr = np.asarray(obj)
+    if not arr.dtype.isnative:  # big-endian input: the same values in host order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     if dt is None:
         dt = D.of_numpy(arr.dtype)
     return Array.from_numpy(_convert(arr, dt), dev, dt)

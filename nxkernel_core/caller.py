@@ -34,9 +34,9 @@ from . import spec as S
 from .answer import Answer, InvalidArgument, describe, refused
 from .array import Array
 from .dtype import Dtype
-from .kernel import Call
+from .kernel import Call, KernelError
 from .layout import Layout
-from .rig import Buffer, Rig, claim_reads, release_reads
+from .rig import Buffer, Lost, OutOfMemory, Rig, claim_reads, release_reads
 
 __all__ = ["Hook", "Plan", "call", "result_dtypes"]
 
@@ -276,6 +276,12 @@ def _run(plan: Plan, sp: Any, operands: Sequence[Array], name: str | None) -> tu
         if claim_reads(memories):
             try:
                 hook(sp, dsts, operands)
+            except (Lost, OutOfMemory):
+                raise
+            except Exception as e:
+                lib = plan.libraries[0]
+                raise KernelError(name or f"nx.{sp.kernel}", lib.name, sp.kernel,
+                                  f"raised {type(e).__name__}: {e}") from e
             finally:
                 release_reads(memories)
             return dsts
@@ -353,13 +359,20 @@ def _ask(libraries: Sequence[Any], sp: Any, dsts: tuple[Array, ...], ops: Sequen
     fn = name or f"nx.{sp.kernel}"
     declines = []
     for lib in libraries:
-        answer = getattr(lib, sp.kernel)(sp, dsts, ops)
+        try:
+            answer = getattr(lib, sp.kernel)(sp, dsts, ops)
+        except (Lost, OutOfMemory):
+            raise
+        except Exception as e:
+            raise KernelError(fn, lib.name, sp.kernel, f"raised {type(e).__name__}: {e}") from e
         if answer is Answer.DONE:
             return dsts
         if answer is Answer.DECLINED:
             why = lib.statement.declines(Call(sp.kernel, sp, dsts, tuple(ops))) or "declined"
             declines.append(f"{lib.name} declines it ({why})")
             continue
+        if not isinstance(answer, Answer):
+            raise KernelError(fn, lib.name, sp.kernel, f"answered {answer!r}, not an Answer")
         refused(fn, answer, ops)
     if not libraries:
         raise InvalidArgument(f"{fn}: no library computes on {dev.name} ({describe(ops)})")

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KERNEL_NAMES",
     "Call",
+    "KernelError",
     "KernelStatement",
     "Library",
     "Statement",
@@ -75,6 +76,19 @@ KERNEL_NAMES: Final[tuple[str, ...]] = (
     "numbering", "assemble", "contract", "fft", "cholesky", "lu", "qr", "svd",
     "eigh", "eig", "solve_triangular", "attention",
 )
+
+
+class KernelError(RuntimeError):
+    """A library's kernel broke the protocol: it raised (other than the
+    contract's ``Lost`` and ``OutOfMemory``), or answered something other
+    than an :class:`~nxkernel_core.answer.Answer`. The message names the nx
+    function, the library and the kernel; a raised error is the ``__cause__``."""
+
+    def __init__(self, fn: str, library: str, kernel: str, what: str) -> None:
+        super().__init__(f"{fn}: kernel {kernel!r} of library {library!r} {what}")
+        self.fn: Final = fn
+        self.library: Final = library
+        self.kernel: Final = kernel
 
 
 def close_match(name: str, choices: Iterable[str]) -> str:

@@ -21,7 +21,7 @@ import builtins
 import functools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -150,12 +150,13 @@ def reduce(prog: Prog, *operands: Array, axes: Sequence[int],
 
 
 def scan(prog: Prog, *operands: Array, axis: int, reduction: S.Reduction, output: int = 0,
-         dtype: Dtype | None = None, reverse: bool = False, carry: Array | None = None,
+         dtype: D.DtypeLike | None = None, reverse: bool = False, carry: Array | None = None,
          loads: Sequence[S.Load] | None = None) -> tuple[Array, ...]:
     """The inclusive scan by ``reduction`` of output ``output`` along ``axis``,
     continuing from ``carry`` where given."""
     sp = S.Scan(prog, tuple(loads) if loads is not None else (S.PLAIN,) * len(operands), axis,
-                reduction, output, dtype or prog.out_dtypes[output], reverse, carry is not None)
+                reduction, output, prog.out_dtypes[output] if dtype is None else D.resolve(dtype, "nx.scan"),
+                reverse, carry is not None)
     return call(sp, *([carry] if carry is not None else []), *operands)
 
 
@@ -167,6 +168,9 @@ def fold(x: Array, shape: Sequence[int], pad: S.Pad) -> Array:
 def gather(x: Array, index: Array, axis: int) -> Array:
     """x's elements at the positions ``index`` holds along ``axis`` (index has x's
     rank, x's extents but along axis); outside [0, d) reads zero bits."""
+    _axis_values("nx.gather", axis)
+    if isinstance(index, Array) and not index.dtype.is_int:
+        raise InvalidArgument(f"nx.gather: indices must be integers, not {describe([index])}")
     return call(S.Gather(axis), index, x)[0]
 
 
@@ -193,12 +197,12 @@ def numbering(keys: Array, x: Array, side: str = "left") -> Array:
 
 
 def assemble(pieces: Sequence[Array], shape: Sequence[int], regions: Sequence[Sequence[Any]],
-             fill: object = 0, dtype: Dtype | None = None) -> Array:
+             fill: object = 0, dtype: D.DtypeLike | None = None) -> Array:
     """An array of ``shape``: each piece pasted into its region (a Range per
     axis), the last piece winning, ``fill`` elsewhere."""
     from .prog import bits
 
-    dt = dtype or (pieces[0].dtype if pieces else None)
+    dt = D.resolve(dtype, "nx.assemble") if dtype is not None else (pieces[0].dtype if pieces else None)
     if dt is None:
         raise InvalidArgument("nx.assemble: give dtype= when there is no piece")
     fill_bits = fill if isinstance(fill, bytes) else bits(dt, fill)  # type: ignore[arg-type]
@@ -265,10 +269,10 @@ def _where_spec(dt: Dtype) -> S.Map:
     return S.Map(Prog.where(dt), (S.PLAIN,) * 3)
 
 
-def cast(x: object, dtype: Dtype | str) -> Array:
+def cast(x: object, dtype: D.DtypeLike) -> Array:
     """x converted to ``dtype`` by the Cast rules (floats by the store rule)."""
     (a,) = _arrays("nx.cast", [x])
-    dt = D.by_name(dtype) if isinstance(dtype, str) else dtype
+    dt = D.resolve(dtype, "nx.cast")
     return call(_cast_spec(a.dtype, dt), a, name="nx.cast")[0]
 
 
@@ -284,10 +288,22 @@ def _cast_spec(src: Dtype, dst: Dtype) -> S.Map:
 # --------------------------------------------------------------------------
 
 
+def _axis_values(fn: str, axis: object) -> tuple[int, ...]:
+    """``axis`` (an integer, or a tuple or list of them) as ints; an
+    ``InvalidArgument`` naming ``fn`` for anything else, bools included (NumPy
+    refuses them too, rather than read True as 1)."""
+    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    for a in items:
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+            what = f"{type(a).__name__} {a!r}"
+            raise InvalidArgument(f"{fn}: axis must be an integer or a tuple of integers, not {what}")
+    return tuple(int(a) for a in items)
+
+
 def _axes(fn: str, x: Array, axis: int | Sequence[int] | None) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(x.rank))
-    raw = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    raw = _axis_values(fn, axis)
     out = []
     for a in raw:
         if not -x.rank <= a < x.rank:
@@ -305,10 +321,10 @@ def _keep(x: Array, axes: tuple[int, ...], r: Array, keepdims: bool) -> Array:
 
 
 def _reduce1(fn: str, x: object, axis: int | Sequence[int] | None, reduction: S.Reduction,
-             dtype: Dtype | None, keepdims: bool) -> tuple[Array, ...]:
+             dtype: D.DtypeLike | None, keepdims: bool) -> tuple[Array, ...]:
     (a,) = _arrays(fn, [x])
     axes = _axes(fn, a, axis)
-    sp = _reduce_spec(a.dtype, axes, reduction, dtype or a.dtype)
+    sp = _reduce_spec(a.dtype, axes, reduction, a.dtype if dtype is None else D.resolve(dtype, fn))
     return tuple(_keep(a, axes, r, keepdims) for r in call(sp, a, name=fn))
 
 
@@ -319,14 +335,14 @@ def _reduce_spec(dt: Dtype, axes: tuple[int, ...], reduction: S.Reduction,
     return S.Reduce(Prog.identity(dt), (S.PLAIN,), axes, ((reduction, 0, result),))
 
 
-def sum(x: object, axis: int | Sequence[int] | None = None, dtype: Dtype | None = None,
+def sum(x: object, axis: int | Sequence[int] | None = None, dtype: D.DtypeLike | None = None,
         keepdims: bool = False) -> Array:
     """The sum of x's elements along ``axis`` (all where None), from +0, in
     x's dtype unless ``dtype`` (a float sum may round into any float dtype)."""
     return _reduce1("nx.sum", x, axis, S.Monoid.SUM, dtype, keepdims)[0]
 
 
-def prod(x: object, axis: int | Sequence[int] | None = None, dtype: Dtype | None = None,
+def prod(x: object, axis: int | Sequence[int] | None = None, dtype: D.DtypeLike | None = None,
          keepdims: bool = False) -> Array:
     """The product of x's elements along ``axis``; an empty product is 1."""
     return _reduce1("nx.prod", x, axis, S.Monoid.PROD, dtype, keepdims)[0]
@@ -365,7 +381,7 @@ def mean_var(x: object, axis: int | Sequence[int] | None = None,
     return mean, var
 
 
-def cumsum(x: object, axis: int | None = None, dtype: Dtype | None = None) -> Array:
+def cumsum(x: object, axis: int | None = None, dtype: D.DtypeLike | None = None) -> Array:
     """The inclusive running sum along ``axis`` (of the flattened array where
     None, as NumPy's)."""
     (a,) = _arrays("nx.cumsum", [x])
@@ -373,7 +389,8 @@ def cumsum(x: object, axis: int | None = None, dtype: Dtype | None = None) -> Ar
         a = _flat("nx.cumsum", a)
         axis = 0
     (ax,) = _axes("nx.cumsum", a, axis)
-    return call(_cumsum_spec(a.dtype, ax, dtype or a.dtype), a, name="nx.cumsum")[0]
+    result = a.dtype if dtype is None else D.resolve(dtype, "nx.cumsum")
+    return call(_cumsum_spec(a.dtype, ax, result), a, name="nx.cumsum")[0]
 
 
 @functools.lru_cache(maxsize=256)
@@ -393,13 +410,28 @@ def _flat(fn: str, a: Array) -> Array:
 
 
 def softmax(x: object, axis: int = -1) -> Array:
-    """exp(x − logsumexp(x)) along ``axis``: a Logsumexp reduction, then a map."""
+    """exp(x − m) / Σ exp(x − m) along ``axis``, m the maximum: x − m is exact
+    near the maximum, so large logits lose nothing (about an ulp at 1e4,
+    where exp(x − logsumexp(x)) loses the logits' own rounding). A Max
+    reduction, a Sum reduction of exp(x − m), then a map."""
     (a,) = _arrays("nx.softmax", [x])
     (ax,) = _axes("nx.softmax", a, axis)
-    lse = logsumexp(a, ax, keepdims=True).view(Broadcast(a.shape))
-    b = Prog.build([a.dtype, a.dtype])
-    prog = b.finish(b.exp(b.ins[0] - b.ins[1]))
-    return call(S.Map(prog, (S.PLAIN, S.PLAIN)), a, lse, name="nx.softmax")[0]
+    m = max(a, ax, keepdims=True).view(Broadcast(a.shape))
+    shifted, quotient = _softmax_progs(a.dtype)
+    total = call(S.Reduce(shifted, (S.PLAIN, S.PLAIN), (ax,), ((S.Monoid.SUM, 0, a.dtype),)),
+                 a, m, name="nx.softmax")[0]
+    s = total.reshape([1 if i == ax else d for i, d in enumerate(a.shape)]).view(Broadcast(a.shape))
+    return call(S.Map(quotient, (S.PLAIN,) * 3), a, m, s, name="nx.softmax")[0]
+
+
+@functools.lru_cache(maxsize=32)
+def _softmax_progs(dt: Dtype) -> tuple[Prog, Prog]:
+    """exp(x − m), and exp(x − m) / s, at ``dt``."""
+    b = Prog.build([dt, dt])
+    shifted = b.finish(b.exp(b.ins[0] - b.ins[1]))
+    b = Prog.build([dt, dt, dt])
+    quotient = b.finish(b.exp(b.ins[0] - b.ins[1]) / b.ins[2])
+    return shifted, quotient
 
 
 # --------------------------------------------------------------------------
@@ -407,11 +439,30 @@ def softmax(x: object, axis: int = -1) -> Array:
 # --------------------------------------------------------------------------
 
 
+_INT64_MAX: Final = (1 << 63) - 1
+
+
 def _int64(fn: str, x: object, like: Array) -> Array:
-    a = x if isinstance(x, Array) else asarray(np.asarray(x, dtype=np.int64), device=like.device)
-    if a.dtype is not D.int64:
-        a = cast(a, D.int64)
-    return a
+    """Indices as an int64 Array, as NumPy's take checks them: integers (or
+    bools) only, never rounded from floats, and within int64; an
+    ``InvalidArgument`` naming ``fn`` otherwise."""
+    if isinstance(x, Array):
+        if not (x.dtype.is_int or x.dtype.is_bool):
+            raise InvalidArgument(f"{fn}: indices must be integers, not {describe([x])}")
+        if x.dtype is D.uint64 and x.numel and int(np.max(x.to_numpy())) > _INT64_MAX:
+            raise InvalidArgument(f"{fn}: an index is above the int64 maximum ({describe([x])})")
+        return x if x.dtype is D.int64 else cast(x, D.int64)
+    arr = np.asarray(x)
+    if arr.size == 0:
+        arr = arr.astype(np.int64)  # [] is float64 to NumPy, and holds no index
+    if arr.dtype.kind == "O" and all(isinstance(v, int) for v in arr.flat):
+        raise InvalidArgument(f"{fn}: an index is outside int64 ([{int(np.min(arr))}, {int(np.max(arr))}])")
+    if arr.dtype.kind not in "iub":
+        example = arr.reshape(-1)[0].item()
+        raise InvalidArgument(f"{fn}: indices must be integers, not {arr.dtype} (e.g. {example!r})")
+    if arr.dtype.kind == "u" and int(arr.max()) > _INT64_MAX:
+        raise InvalidArgument(f"{fn}: the index {int(arr.max())} is above the int64 maximum")
+    return asarray(arr.astype(np.int64), device=like.device)
 
 
 def take(x: object, index: object, axis: int = 0) -> Array:
@@ -480,7 +531,7 @@ def _acc_for(dt: Dtype) -> Dtype:
 
 
 def contract(subscripts: str, a: object, b: object, init: object | None = None,
-             acc: Dtype | None = None, dtype: Dtype | None = None) -> Array:
+             acc: D.DtypeLike | None = None, dtype: D.DtypeLike | None = None) -> Array:
     """An einsum-style contraction of two operands, e.g. ``"bij,bjk->bik"``:
     letters in both inputs and the output are batch axes, in both inputs only
     contracted, in one input and the output free. Computed in ``acc`` (the
@@ -507,12 +558,12 @@ def contract(subscripts: str, a: object, b: object, init: object | None = None,
     contracted = [c for c in sa if c in sb and c not in out]
     free_a = [c for c in sa if c not in sb]
     free_b = [c for c in sb if c not in sa]
-    acc_dt = acc or _acc_for(x.dtype)
+    acc_dt = _acc_for(x.dtype) if acc is None else D.resolve(acc, fn)
     sp = S.Contract(tuple((sa.index(c), sb.index(c)) for c in batch),
                     tuple((sa.index(c), sb.index(c)) for c in contracted), acc_dt,
                     init=init is not None)
     ops = [x, y] + ([_arrays(fn, [init], like=x)[0]] if init is not None else [])
-    (r,) = call(sp, *ops, dtypes=(dtype or x.dtype,), name=fn)
+    (r,) = call(sp, *ops, dtypes=(x.dtype if dtype is None else D.resolve(dtype, fn),), name=fn)
     natural = batch + free_a + free_b
     if natural == list(out):
         return r

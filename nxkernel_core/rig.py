@@ -10,8 +10,10 @@ once where it exceeds the device's budget; ``Lost(device, why)`` once a device
 is lost, for every later use of it or of its memory.
 
 Claims (upstream-facts §4): every buffer over one memory shares that
-memory's claim count. ``consume(buffer, why)`` makes every buffer made over
-the memory earlier *dead* and returns a fresh live one; reaching a dead
+memory's claim count. ``consume(buffer, why, claims)`` makes every buffer
+made over the memory earlier *dead* and returns a fresh live one, unless a
+claim other than the caller's ``claims`` holds the memory (then it raises
+``ValueError``, ``HELD_EXCLUSIVE``, and consumes nothing); reaching a dead
 buffer's bytes raises ``ValueError`` with the reason, and a kernel answers
 ``DEAD_BUFFER`` instead. A buffer held ``exclusive`` (a donation) refuses every
 other claim.
@@ -55,6 +57,8 @@ __all__ = [
 
 #: Every allocation's first byte is aligned to this many bytes.
 ALIGNMENT: Final = 64
+#: The most bytes an allocation may ask for (an address space of 63 bits, less the alignment).
+_MAX_BYTES: Final = (1 << 63) - 1 - ALIGNMENT
 
 
 class OutOfMemory(MemoryError):
@@ -149,6 +153,8 @@ class Rig:
             raise ValueError(f"{self.name}: allocate: nbytes = {nbytes} is negative")
         if self._lost is not None or self._closed:
             self.check()  # raises
+        if nbytes > _MAX_BYTES:  # past any address space: no allocator is even asked
+            raise OutOfMemory(self, nbytes)
         with self._lock:
             if self.budget is not None and self._in_use + nbytes > self.budget:
                 raise OutOfMemory(self, nbytes)
@@ -266,6 +272,9 @@ class Memory:
         self.readers = 0
         self.writers = 0
         self.exclusive = False
+        #: Held by every call that writes sub-byte codes here (the door takes
+        #: it): such a store rewrites whole bytes, which calls share.
+        self.store_lock: Final = threading.RLock()
 
     def __del__(self) -> None:
         try:
@@ -345,21 +354,37 @@ class Buffer:
         return hb[self.offset : self.offset + self.length]
 
 
-#: Guards every memory's claim counts (readers, writers, exclusive) and epochs.
-_claims_lock: Final = threading.Lock()
-
-
-def consume(buf: Buffer, why: str) -> Buffer:
+def consume(buf: Buffer, why: str, claims: Claims | None = None) -> Buffer:
     """Consume ``buf``'s memory: every buffer made over it earlier is dead, for
-    ``why``; returns a fresh live buffer over the same bytes."""
+    ``why``; returns a fresh live buffer over the same bytes.
+
+    The caller's ``claims`` (upstream's ``Claim.consume c``) are the only ones
+    that may hold the memory: while any other claim holds it (a reader, a
+    writer, or an exclusive holder such as a donation running in another
+    thread), ``consume`` raises ``ValueError`` naming the contract's refusal,
+    ``HELD_EXCLUSIVE``, and consumes nothing."""
     buf.check_live("consume")
     mem = buf.memory
-    # The claims' lock: consumption is rare, and a lock per memory would cost
-    # every allocation its making.
     with _claims_lock:
+        ours = claims._counts(mem) if claims is not None else (0, 0, False)
+        readers, writers = mem.readers - ours[0], mem.writers - ours[1]
+        if mem.exclusive and not ours[2]:
+            held = "held exclusive by another claim"
+        elif readers or writers:
+            held = f"claimed by another call ({readers} read, {writers} write claims)"
+        else:
+            held = ""
+        if held:
+            raise ValueError(f"consume: HELD_EXCLUSIVE: the memory is {held}; not consumed ({why})")
+        if buf.epoch < mem.epoch:
+            buf.check_live("consume")  # consumed meanwhile: raises
         mem.consumed.append(why)
         mem.epoch += 1
         return Buffer(mem, buf.offset, buf.length, mem.epoch)
+
+
+#: Guards every memory's claim counts (readers, writers, exclusive) and epochs.
+_claims_lock: Final = threading.Lock()
 
 
 class Claims:
@@ -370,6 +395,11 @@ class Claims:
         self._read: list[Memory] = []
         self._write: list[Memory] = []
         self._exclusive: list[Memory] = []
+
+    def _counts(self, mem: Memory) -> tuple[int, int, bool]:
+        """The read and write claims these hold on ``mem``, and whether they hold it exclusive."""
+        return (sum(m is mem for m in self._read), sum(m is mem for m in self._write),
+                any(m is mem for m in self._exclusive))
 
     def exclusive(self, buf: Buffer) -> bool:
         """Whether ``buf`` is held exclusive by these claims (the caller may
@@ -407,6 +437,10 @@ def claim(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
                     b.check_live("with_claims")
         # One lock for every claim count: a call takes and leaves it once.
         with _claims_lock:
+            for group in (read, write, donate):
+                for b in group:
+                    if b.epoch < b.memory.epoch:  # consumed since the test above
+                        b.check_live("with_claims")
             for b in read:
                 mem = b.memory
                 if mem.exclusive:

@@ -14,7 +14,8 @@ Rules:
   :data:`OPTIONS`: no fused multiply-add contraction, IEEE division and square
   root, no flush to zero, C++17. A cubin is cached on disk (see
   :mod:`nxkernel_cuda.cache`) keyed by the source, every header, the options,
-  the architecture, the NVRTC version and the name expressions.
+  the architecture, NVRTC's path and version and the name expressions, and
+  loaded only where it and its kernel map match their seals.
 * A compilation that fails raises :class:`CompileError`, carrying the source
   (and printing it numbered), its name, the kernels, the options and the log.
 
@@ -28,6 +29,7 @@ driver.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 import string
@@ -239,7 +241,7 @@ def compile(source: Source, arch: str, compiler: Nvrtc | None = None) -> Cubin:
             f" {', '.join(nv.arches)}"
         )
     key = cache.digest(
-        "nvrtc", f"{version[0]}.{version[1]}", arch, *options, source.name, source.text,
+        "nvrtc", nv.path, f"{version[0]}.{version[1]}", arch, *options, source.name, source.text,
         *source.kernels, *(part for h in headers() for part in h),
     )
     with _built_lock:
@@ -257,9 +259,10 @@ def compile(source: Source, arch: str, compiler: Nvrtc | None = None) -> Cubin:
     if cubin is None:
         with nxlog.compiling(_log, what):
             data, lowered, log = _nvrtc_compile(nv, source, arch, options)
-        cache.write_atomic(path, data)
-        record = {"source": source.name, "arch": arch, "lowered": lowered, "log": log}
-        cache.write_atomic(meta, json.dumps(record, indent=1).encode())
+        record = {"source": source.name, "arch": arch, "lowered": lowered, "log": log,
+                  "cubin_sha256": hashlib.sha256(data).hexdigest()}
+        cache.write(meta, json.dumps(record, indent=1).encode())
+        cache.write(path, data)
         cubin = Cubin(path, arch, MappingProxyType(lowered), log)
     with _built_lock:
         _built[key] = cubin
@@ -267,15 +270,23 @@ def compile(source: Source, arch: str, compiler: Nvrtc | None = None) -> Cubin:
 
 
 def _read_cached(path: Path, meta: Path, arch: str) -> Cubin | None:
-    """The cached cubin at ``path`` with its record ``meta``, or ``None``."""
-    if not (path.is_file() and meta.is_file()):
+    """The cached cubin at ``path`` with its kernel map ``meta``, where both
+    match their seals and the map names this cubin's bytes and ``arch``;
+    ``None`` where either is absent, or (with a warning) fails its check."""
+    data = cache.read(path)
+    raw = cache.read(meta) if data is not None else None
+    if data is None or raw is None:
         return None
     try:
-        record = json.loads(meta.read_text())
+        record = json.loads(raw)
         lowered = {str(k): str(v) for k, v in record["lowered"].items()}
         log = str(record.get("log", ""))
-    except (OSError, ValueError, KeyError, AttributeError):
-        return None  # a damaged record: build again
+        matches = record["cubin_sha256"] == hashlib.sha256(data).hexdigest() and record["arch"] == arch
+    except (ValueError, KeyError, AttributeError, TypeError):
+        matches = False
+    if not matches:
+        cache.warn(f"nxkernel cache: the kernel map {meta} does not describe {path}; building it again")
+        return None
     return Cubin(path, arch, MappingProxyType(lowered), log)
 
 

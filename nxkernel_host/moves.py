@@ -87,11 +87,39 @@ def _written(dst: Array) -> Iterator[list[NDArray]]:
     the block ends."""
     view = target(dst)
     if view is not None:
-        yield _bits(view)
+        parts = _bits(view)
+        flat = [p if _reshapes(p) else np.ascontiguousarray(p) for p in parts]
+        yield flat
+        for part, done in zip(parts, flat, strict=True):
+            if done is not part:  # a scratch: its bits go into dst
+                part[...] = done
         return
     codes = np.zeros(dst.shape, np.uint8)
     yield [codes]
     store(dst, codes.view(dst.dtype.numpy_dtype))
+
+
+def _reshapes(a: NDArray) -> bool:
+    """Whether ``a`` reshapes to any shape of its size without a copy (it flattens
+    so): a destination that does not is written through a C-ordered scratch."""
+    try:
+        np.reshape(a, (a.size,), copy=False)
+    except ValueError:
+        return False
+    return True
+
+
+@contextmanager
+def _c_ordered(a: NDArray) -> Iterator[NDArray]:
+    """Destination ``a`` itself where it reshapes without a copy, else a
+    C-ordered copy of it whose bits go into ``a`` when the block ends (not
+    where it raises)."""
+    if _reshapes(a):
+        yield a
+        return
+    scratch = np.ascontiguousarray(a)
+    yield scratch
+    a[...] = scratch
 
 
 def _frozen(a: NDArray) -> NDArray:
@@ -616,7 +644,10 @@ def _scatter_add(axis: int, dt: Dtype, dst: Array, outs: list[NDArray], idx: NDA
     if dt.kind is Kind.FLOAT or dt.kind is Kind.COMPLEX:
         view = target(dst)
         assert view is not None
-        sums, terms = _parts(view), _parts(read(updates))
+        # The parts' values over the bits being written (a scratch's, where dst
+        # does not reshape without a copy).
+        sums = [o.view(p.dtype) for o, p in zip(outs, _parts(view), strict=True)]
+        terms = _parts(read(updates))
     else:
         sums, terms = outs, _bits(read(updates))
     for out, upd in zip(sums, terms, strict=True):
@@ -795,10 +826,11 @@ def numbering(spec: S.Numbering, dsts: Sequence[Array], operands: Sequence[Array
             return refusal
         k1, k2 = _key_pair(keys.dtype, read(keys), last)
         x1, x2 = _key_pair(x.dtype, read(x), last)
-        out = target(dst)
-        assert out is not None
-        _numbering_loop(k1[..., 0], k2[..., 0], x1[..., 0], x2[..., 0],
-                        spec.side is S.Side.RIGHT, _split_out(out, last)[..., 0])
+        view = target(dst)
+        assert view is not None
+        with _c_ordered(view) as out:
+            _numbering_loop(k1[..., 0], k2[..., 0], x1[..., 0], x2[..., 0],
+                            spec.side is S.Side.RIGHT, _split_out(out, last)[..., 0])
     return Answer.DONE
 
 
