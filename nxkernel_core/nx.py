@@ -1,11 +1,12 @@
 """The caller: check that a call fits, allocate its destinations, ask the libraries.
 
-``call(spec, *operands)`` is the one checked entry to every kernel: it checks
-the call fits (an error names the function and lists the arrays as
-``dtype [shape]``), allocates the destinations on the operands' device, asks
-the libraries that compute on that device in priority order, and raises
-``refused(...)`` on a refusal, or ``InvalidArgument`` naming each library and
-its reason when every one declines. Nothing computes in a library's place.
+``call(spec, *operands)`` (``caller``) is the one checked entry to every
+kernel: it checks the call fits (an error names the function and lists the
+arrays as ``dtype [shape]``), allocates the destinations on the operands'
+device, asks the libraries that compute on that device in priority order, and
+raises ``refused(...)`` on a refusal, or ``InvalidArgument`` naming each
+library and its reason when every one declines. Nothing computes in a
+library's place.
 
 On top sit one function per kernel taking friendlier arguments (``map``,
 ``reduce``, ``gather``, ...) and the conveniences a NumPy user expects
@@ -20,22 +21,18 @@ import builtins
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Final, final
+from typing import Any, Final
 
 import numpy as np
 
 from . import dtype as D
-from . import fits
-from . import shape as Shape
 from . import spec as S
 from .answer import Answer, InvalidArgument, describe, refused
 from .array import Array, asarray
+from .caller import call
 from .dtype import Dtype
-from .kernel import Call, KernelError
 from .layout import Broadcast, Permute, Reshape
 from .prog import Binary, Compare, Prog, Unary
-from .rig import Lost, OutOfMemory, Rig
 
 __all__ = [
     "add",
@@ -88,7 +85,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------
-# The checked call
+# Dtype helpers
 # --------------------------------------------------------------------------
 
 
@@ -98,194 +95,6 @@ def _complex_of(dt: Dtype) -> Dtype:
 
 def _real_of(dt: Dtype) -> Dtype:
     return {D.complex128: D.float64, D.complex64: D.float32}.get(dt, dt)
-
-
-def _result_dtypes(sp: Any, operands: Sequence[Array]) -> tuple[Dtype, ...]:
-    """The destinations' dtypes the spec and operands fix."""
-    return _fixed_dtypes(sp, tuple(o.dtype for o in operands))
-
-
-def _fixed_dtypes(sp: Any, loads: Sequence[Dtype]) -> tuple[Dtype, ...]:
-    """The destinations' dtypes the spec and the operands' dtypes ``loads`` fix."""
-    match sp:
-        case S.Map():
-            return sp.prog.out_dtypes
-        case S.Reduce() | S.Scan():
-            return sp.result_dtypes()
-        case S.Fold() | S.Cholesky():
-            return (loads[0],)
-        case S.Gather() | S.RangeGather():
-            return (loads[1],)
-        case S.Scatter():
-            return (loads[0],)
-        case S.Sort():
-            return (loads[0], D.int64)
-        case S.Numbering():
-            return (D.int64,)
-        case S.Fft():
-            out = fits.fft_dtype(sp.kind, loads[0])
-            return (out,) if out is not None else (loads[0],)
-        case S.Lu() | S.Qr() | S.Svd() | S.Eigh() | S.Eig():
-            a = loads[0]
-            return fits.routine_dtypes(sp, a) if D.full_precision(a) else (a,) * sp.n_results()
-        case S.SolveTriangular():
-            return (loads[1],)
-        case S.Attention():
-            v = loads[2]
-            return (v, sp.acc)
-    raise InvalidArgument(f"nx.call: {type(sp).__name__} needs its destinations' dtypes (dtypes=...)")
-
-
-def _refusal_rule(sp: Any, loads: Sequence[Dtype], dtypes: Sequence[Dtype],
-                  rank: int) -> tuple[Answer, str] | None:
-    """The contract's refusal rule for a loop kernel's dtypes, where it has one
-    (``loads``: the operands' dtypes)."""
-    match sp:
-        case S.Map():
-            return Shape.map_refusal(sp.prog, rank, dtypes, loads, sp.loads)
-        case S.Reduce():
-            return Shape.reduce_refusal(sp.prog, rank, sp.reductions, dtypes, loads, sp.loads)
-        case S.Scan():
-            carry = loads[0] if sp.carry else None
-            return Shape.scan_refusal(sp.prog, rank, sp.reduction, sp.output, dtypes, carry,
-                                      loads[1:] if sp.carry else loads, sp.loads)
-        case S.Attention():
-            n_kv = 4 if isinstance(sp.kv, S.Paged) else 3
-            first = n_kv + (1 if sp.lengths else 0)
-            return Shape.attention_refusal(sp.prog, loads[0], rank, dtypes[0], sp.acc,
-                                           loads[first:], sp.loads)
-        case S.Fold():
-            return Shape.fold_refusal(loads[0], dtypes[0])
-    return None
-
-
-def _loop_rank(sp: Any, shapes: Sequence[tuple[int, ...]]) -> int:
-    """The rank of a loop kernel's loop (the loaded shape's)."""
-    match sp:
-        case S.Map() | S.Reduce() | S.Scan():
-            loaded_shapes = shapes[1 if isinstance(sp, S.Scan) and sp.carry else 0:]
-            if not loaded_shapes:
-                return 0
-            loaded = Shape.padded(loaded_shapes[0], sp.loads[0].pad) if isinstance(
-                sp.loads[0], S.Padded) else loaded_shapes[0]
-            return len(loaded) if not isinstance(loaded, Shape.Error) else len(loaded_shapes[0])
-        case S.Attention():
-            return len(shapes[0])
-    return 0
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """What ``call`` decides from the spec and the operands' shapes and dtypes
-    alone: the destinations' shapes and dtypes, or the refusal (answer and
-    reason) of a call that does not fit."""
-
-    shapes: tuple[tuple[int, ...], ...]
-    dtypes: tuple[Dtype, ...]
-    refusal: tuple[Answer, str] | None
-
-
-def _decide(sp: Any, shapes: tuple[tuple[int, ...], ...], loads: tuple[Dtype, ...],
-            dtypes: tuple[Dtype, ...] | None) -> _Plan:
-    """The plan of a call of ``sp`` on operands of ``shapes`` and dtypes
-    ``loads``, into destinations of ``dtypes`` where given (else the fixed
-    ones): a pure function of its arguments."""
-    results = getattr(Shape, sp.kernel)(sp, shapes)
-    if isinstance(results, Shape.Error):
-        return _Plan((), (), (Answer.SHAPE_MISMATCH, results.reason))
-    dts = dtypes if dtypes is not None else _fixed_dtypes(sp, loads)
-    if len(dts) != len(results):
-        return _Plan(tuple(results), dts, None)  # call raises InvalidArgument
-    return _Plan(tuple(results), dts, _refusal_rule(sp, loads, dts, _loop_rank(sp, shapes)))
-
-
-#: ``_decide``, made once per spec, shapes and dtypes: a repeated call then
-#: skips the shape rules and the refusal rules. Bounded; safe with threads.
-_plan = functools.lru_cache(maxsize=1024)(_decide)
-
-
-def _hashable(key: object) -> bool:
-    try:
-        hash(key)
-    except TypeError:
-        return False
-    return True
-
-
-def _discover() -> Any:
-    """The plugin registry (``plugins.discover()``), the module imported on
-    first use: the plugins module imports the libraries, which import this one."""
-    global _plugins
-    if _plugins is None:
-        from . import plugins
-
-        _plugins = plugins
-    return _plugins.discover()
-
-
-_plugins: Any = None
-
-
-def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
-         device: Rig | None = None, name: str | None = None) -> tuple[Array, ...]:
-    """Run kernel ``sp.kernel`` on ``operands``: check the call fits, allocate the
-    destinations (of ``dtypes`` where the spec does not fix them) on the
-    operands' device, and ask each library that computes on it, in priority
-    order, until one answers DONE. Returns the destinations."""
-    fn = name or f"nx.{sp.kernel}"
-    ops = operands
-    for o in ops:
-        if not isinstance(o, Array):
-            raise InvalidArgument(f"{fn}: operands must be Arrays, got {type(o).__name__}; use nx.asarray")
-    if len(ops) != sp.n_operands():
-        refused(fn, Answer.BAD_ARITY, ops,
-                f"takes {sp.n_operands()} operands, got {len(ops)}")
-    dev = ops[0].buffer.memory.device if ops else None
-    for o in ops:
-        if o.buffer.memory.device is not dev:
-            devices = {id(o.device): o.device for o in ops}
-            refused(fn, Answer.WRONG_DEVICE, ops,
-                    "operands are on " + ", ".join(d.name for d in devices.values()))
-    dev = device or dev
-    if dev is None:
-        raise InvalidArgument(f"{fn}: a call with no operand needs device=")
-    key = (sp, tuple([o.layout.shape for o in ops]), tuple([o.dtype for o in ops]),
-           tuple(dtypes) if dtypes is not None else None)
-    try:
-        plan = _plan(*key)
-    except TypeError:
-        if _hashable(key):
-            raise
-        plan = _decide(*key)  # a spec holding something unhashable is decided afresh
-    if plan.refusal is not None:
-        refused(fn, plan.refusal[0], ops, plan.refusal[1])
-    dts, shapes = plan.dtypes, plan.shapes
-    if len(dts) != len(shapes):
-        raise InvalidArgument(f"{fn}: {len(dts)} destination dtypes for {len(shapes)} results")
-    dsts = tuple([Array.empty(dt, sh, dev) for dt, sh in zip(dts, shapes, strict=True)])
-    libraries = _discover().libraries_for(dev)
-    declines = []
-    for lib in libraries:
-        try:
-            answer = getattr(lib, sp.kernel)(sp, dsts, ops)
-        except (Lost, OutOfMemory):
-            raise
-        except Exception as e:
-            raise KernelError(fn, lib.name, sp.kernel, f"raised {type(e).__name__}: {e}") from e
-        if answer is Answer.DONE:
-            return dsts
-        if answer is Answer.DECLINED:
-            why = lib.statement.declines(Call(sp.kernel, sp, dsts, ops)) or "declined"
-            declines.append(f"{lib.name} declines it ({why})")
-            continue
-        if not isinstance(answer, Answer):
-            raise KernelError(fn, lib.name, sp.kernel, f"answered {answer!r}, not an Answer")
-        refused(fn, answer, ops)
-    if not libraries:
-        raise InvalidArgument(f"{fn}: no library computes on {dev.name} ({describe(ops)})")
-    raise InvalidArgument(f"{fn}: no library computes this case: {'; '.join(declines)} "
-                          f"({describe(ops)})")
 
 
 # --------------------------------------------------------------------------

@@ -47,6 +47,7 @@ __all__ = [
     "OutOfMemory",
     "Rig",
     "claim",
+    "claim_reads",
     "consume",
     "default_device",
     "device",
@@ -54,6 +55,7 @@ __all__ = [
     "host",
     "memory_device",
     "register",
+    "release_reads",
     "using",
     "with_claims",
 ]
@@ -453,7 +455,7 @@ def consume(buf: Buffer, why: str, claims: Claims | None = None) -> Buffer:
         return Buffer(mem, buf.offset, buf.length, mem.epoch)
 
 
-#: Guards every memory's claim counts (readers, writers, exclusive).
+#: Guards every memory's claim counts (readers, writers, exclusive) and epochs.
 _claims_lock: Final = threading.Lock()
 
 
@@ -532,6 +534,27 @@ def claim(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
         claims.release()
         raise
     return claims
+
+
+def claim_reads(memories: Sequence[Memory]) -> bool:
+    """Claim each memory for reading and answer True; or, where one is held
+    exclusive, claim nothing and answer False. The caller's warm path: it has
+    checked that the buffers live, and releases with ``release_reads``. Saves
+    ``claim``'s ``Claims`` object and second pass of liveness tests."""
+    with _claims_lock:
+        for m in memories:
+            if m.exclusive:
+                return False
+        for m in memories:
+            m.readers += 1
+    return True
+
+
+def release_reads(memories: Sequence[Memory]) -> None:
+    """Release the read claims ``claim_reads`` made."""
+    with _claims_lock:
+        for m in memories:
+            m.readers -= 1
 
 
 @final

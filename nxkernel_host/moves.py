@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nxkernel_core import dtype as D
-from nxkernel_core import shape as Shape
+from nxkernel_core import fits
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -542,21 +542,6 @@ def _numbering_loop(keys1: NDArray, keys2: NDArray, x1: NDArray, x2: NDArray, ri
 # --------------------------------------------------------------------------
 
 
-def _misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array],
-            dtypes_fit: Callable[[], bool]) -> Answer | None:
-    """The refusal for a call that does not fit, or ``None``: counts
-    (``BAD_ARITY``), then dtypes (``WRONG_DTYPE``), then the operands' and
-    destinations' shapes as Shape states them (``SHAPE_MISMATCH``)."""
-    if len(dsts) != spec.n_results() or len(operands) != spec.n_operands():
-        return Answer.BAD_ARITY
-    if not dtypes_fit():
-        return Answer.WRONG_DTYPE
-    shapes = getattr(Shape, spec.kernel)(spec, [o.shape for o in operands])
-    if isinstance(shapes, Shape.Error) or tuple(d.shape for d in dsts) != shapes:
-        return Answer.SHAPE_MISMATCH
-    return None
-
-
 def _computes_all(call: Call) -> str | None:
     """The moves decline no case."""
     return None
@@ -570,8 +555,7 @@ def _computes_all(call: Call) -> str | None:
 def gather(spec: S.Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
     """``dst[i] = x[i with index[i] along axis]``; a position outside [0, d) reads
     zero bits. Operands: index (int64), x."""
-    misfit = _misfit(spec, dsts, operands, lambda: operands[0].dtype is D.int64
-                     and dsts[0].dtype is operands[1].dtype)
+    misfit = fits.move_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (dst,), (index, x) = dsts, operands
@@ -590,8 +574,7 @@ def range_gather(spec: S.RangeGather, dsts: Sequence[Array], operands: Sequence[
     """``dst[…, i, j, …] = x[…, starts[…, i, …] + j, …]`` with j in [0, run) on the
     axis inserted after ``axis``; a position outside [0, d) reads zero bits.
     Operands: starts (int64), x."""
-    misfit = _misfit(spec, dsts, operands, lambda: operands[0].dtype is D.int64
-                     and dsts[0].dtype is operands[1].dtype)
+    misfit = fits.move_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (dst,), (starts, x) = dsts, operands
@@ -613,15 +596,6 @@ def range_gather(spec: S.RangeGather, dsts: Sequence[Array], operands: Sequence[
 # --------------------------------------------------------------------------
 
 
-def _scatter_dtypes_fit(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -> bool:
-    into, index, updates = operands
-    dt = dsts[0].dtype
-    if into.dtype is not dt or updates.dtype is not dt or index.dtype is not D.int64:
-        return False
-    # Add takes the dtypes Prog's Add takes: every dtype but the booleans.
-    return not (spec.combine is S.Combine.ADD and dt.kind is Kind.BOOLEAN)
-
-
 def scatter(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
     """``dst`` is ``into`` with each update combined, in C order of the updates, at
     the position ``index`` holds along ``axis``; an update outside [0, d) is
@@ -635,7 +609,7 @@ def scatter(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -
     duplicates still combine in C order. Operands: into, index (int64), updates;
     into may be identical to dst.
     """
-    misfit = _misfit(spec, dsts, operands, lambda: _scatter_dtypes_fit(spec, dsts, operands))
+    misfit = fits.move_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (dst,), (into, index, updates) = dsts, operands
@@ -795,8 +769,7 @@ def sort(spec: S.Sort, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
     a NaN; integers by value; false < true). ``descending`` reverses the order,
     equal elements keeping increasing positions; ``k`` keeps the first k.
     Destinations: values (x's bits) and positions (int64). Operand: x."""
-    misfit = _misfit(spec, dsts, operands, lambda: dsts[0].dtype is operands[0].dtype
-                     and dsts[1].dtype is D.int64)
+    misfit = fits.move_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (values, positions), (x,) = dsts, operands
@@ -843,8 +816,7 @@ def numbering(spec: S.Numbering, dsts: Sequence[Array], operands: Sequence[Array
     batch row below it (LEFT) or not above it (RIGHT) in sort's total order (−0
     below +0, NaN above all, NaNs equal), by binary search: the keys are
     promised ascending in that order. Destination: int64."""
-    misfit = _misfit(spec, dsts, operands, lambda: dsts[0].dtype is D.int64
-                     and operands[0].dtype is operands[1].dtype)
+    misfit = fits.move_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (dst,), (keys, x) = dsts, operands
@@ -887,8 +859,7 @@ def assemble(spec: S.Assemble, dsts: Sequence[Array], operands: Sequence[Array])
     region holds it, and the fill's bits where none does. Operands: one piece
     per region; the first may be identical to dst where its region is the
     whole result."""
-    misfit = _misfit(spec, dsts, operands, lambda: S.fill_fits(spec.fill, dsts[0].dtype)
-                     and all(p.dtype is dsts[0].dtype for p in operands))
+    misfit = fits.move_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (dst,) = dsts

@@ -37,11 +37,12 @@ from nxkernel_core.array import Array
 from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, KernelStatement
+from nxkernel_core.layout import Layout
 from nxkernel_core.prog import Convert, In, Op1, Prog
 
 from . import lanes as L
 from . import program, views
-from .family import Family
+from .family import Family, Hook
 from .loads import load
 
 __all__ = ["ALGORITHMS", "ASSOCIATION", "FAMILY", "fold", "reduce", "scan"]
@@ -558,16 +559,51 @@ def reduce(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]) -> 
     with door(dsts, operands, need_host=True) as refusal:
         if refusal is not None:
             return refusal
-        loop = _loop(spec.loads, operands)
-        assert loop is not None  # _reduce_misfit checked the shapes
-        outs = _Outputs(spec.prog, spec.loads, operands, loop)
-        results: list[Arr] = []
-        for red, k, dt in spec.reductions:
-            terms = _Terms(outs.get(k), spec.axes)
-            results += _reduce_rows(red, spec.prog.out_dtypes[k], dt, terms)
-        for dst, v in zip(dsts, results, strict=True):
-            views.store(dst, v.reshape(dst.shape))
+        _reduce_into(spec, dsts, operands)
     return Answer.DONE
+
+
+def _reduce_into(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``reduce``'s body, for a call that fits, the door passed."""
+    loop = _loop(spec.loads, operands)
+    assert loop is not None  # the fit check read the shapes
+    outs = _Outputs(spec.prog, spec.loads, operands, loop)
+    results: list[Arr] = []
+    for red, k, dt in spec.reductions:
+        terms = _Terms(outs.get(k), spec.axes)
+        results += _reduce_rows(red, spec.prog.out_dtypes[k], dt, terms)
+    for dst, v in zip(dsts, results, strict=True):
+        views.store(dst, v.reshape(dst.shape))
+
+
+def prepare_reduce(spec: S.Reduce, dsts: tuple[tuple[Dtype, Layout], ...],
+                   operands: tuple[tuple[Dtype, Layout], ...]) -> Hook | None:
+    """``reduce`` prepared for one signature (the caller's warm path): the
+    fit checked once."""
+    if _reduce_misfit_of(spec, tuple([(dt, lay.shape) for dt, lay in dsts]),
+                         tuple([(dt, lay.shape) for dt, lay in operands])) is not None:
+        return None
+    (x_dt, x_layout), *rest = operands
+    if (rest or not isinstance(spec.loads[0], S.Plain) or x_dt.is_sub_byte
+            or not x_layout.is_contiguous() or x_layout.numel == 0
+            or any(_copied_input(spec.prog, k) != 0 for _, k, _ in spec.reductions)):
+        return _reduce_into
+    # One contiguous Plain operand whose every reduced output is the operand
+    # itself (nx.sum, nx.max, ...): its view read straight, as _Outputs.get
+    # would give it, without _Outputs' and the loop's steps.
+    read = views.reader(x_dt, x_layout)
+    terms = [(red, spec.prog.out_dtypes[k], dt) for red, k, dt in spec.reductions]
+    axes = spec.axes
+
+    def small(sp: S.Reduce, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        y = read(ops[0])
+        results: list[Arr] = []
+        for red, term, dt in terms:
+            results += _reduce_rows(red, term, dt, _Terms(y, axes))
+        for dst, v in zip(ds, results, strict=True):
+            views.store(dst, v.reshape(dst.shape))
+
+    return small
 
 
 # ---------------------------------------------------------------------------
@@ -975,6 +1011,7 @@ ALGORITHMS: Final = {
 #: The ``reductions`` family: reduce, scan and fold.
 FAMILY: Final = Family(
     kernels={"reduce": reduce, "scan": scan, "fold": fold},
+    prepared={"reduce": prepare_reduce},
     statements={
         "reduce": KernelStatement(_REDUCE_PROSE, _declines_nothing),
         "scan": KernelStatement(_SCAN_PROSE, _declines_nothing),

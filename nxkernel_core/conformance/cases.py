@@ -218,9 +218,9 @@ def _padded_load(data: Data, dt: Dtype, shape: tuple[int, ...]) -> S.Padded:
 def result_dtypes(spec: Any, operands: Sequence[Array]) -> tuple[Dtype, ...]:
     """The destinations' dtypes a spec and its operands fix (as the caller
     ``nx`` allocates them)."""
-    from ..nx import _result_dtypes
+    from ..caller import result_dtypes as fixed
 
-    return _result_dtypes(spec, operands)
+    return fixed(spec, operands)
 
 
 def _shapes(spec: Any, operands: Sequence[Array]) -> tuple[tuple[int, ...], ...]:
