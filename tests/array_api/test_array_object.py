@@ -238,5 +238,5 @@ def test_asarray_takes_numpy_dtypes_and_names() -> None:
     assert nx.asarray([1, 2], dtype=np.float64).dtype == xp.float64
     assert nx.asarray([1, 2], dtype="bfloat16").dtype.name == "bfloat16"
     assert nx.asarray([1], dtype=np.dtype("int8")).dtype == xp.int8
-    with pytest.raises(ValueError, match="asarray: .* is not a dtype"):
+    with pytest.raises(ValueError, match=r"asarray: .* is not a dtype"):
         nx.asarray([1], dtype=object)
