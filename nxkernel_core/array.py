@@ -17,8 +17,8 @@ import numpy.typing as npt
 
 from . import dtype as D
 from .dtype import Dtype
-from .layout import Layout, Move, Range, Reshape, Slice
-from .rig import Buffer, Rig, device, host
+from .layout import Layout, Move, Permute, Range, Reshape, Slice
+from .rig import Buffer, Rig, default_device, device, host
 
 __all__ = ["Array", "asarray", "positions"]
 
@@ -214,8 +214,257 @@ class Array:
         return np.array(self._numpy_view(storage), copy=True, order="C")
 
     def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> npt.NDArray[Any]:
+        """The elements for NumPy: a view of host memory with ``copy=False``
+        (``ValueError`` where there is none), else a copy."""
+        if copy is False:
+            a = self.numpy_view()
+            if dtype is not None and np.dtype(dtype) != a.dtype:
+                raise ValueError("Array.__array__: a dtype change needs a copy")
+            return a
         a = self.to_numpy()
         return a if dtype is None else a.astype(dtype)
+
+    # ---- the Array API's array object -------------------------------------------
+
+    __hash__ = object.__hash__  # identity, as before ``==`` compared elements
+
+    @property
+    def ndim(self) -> int:
+        """The number of axes."""
+        return self.layout.rank
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        return self.layout.numel
+
+    @property
+    def T(self) -> Array:
+        """The transpose of a matrix (2-D only, as the standard says)."""
+        if self.rank != 2:
+            raise ValueError(f"Array.T: a {self.dtype.name} {list(self.shape)} array is not a matrix; "
+                             "use .mT or permute_dims")
+        return self.view(Permute((1, 0)))
+
+    @property
+    def mT(self) -> Array:
+        """The last two axes swapped (a stack of matrices transposed)."""
+        if self.rank < 2:
+            raise ValueError(f"Array.mT: a {self.dtype.name} {list(self.shape)} array has fewer than 2 axes")
+        return self.view(Permute((*range(self.rank - 2), self.rank - 1, self.rank - 2)))
+
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
+        """The Array API namespace, ``nxkernel_core.array_api``."""
+        if api_version not in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
+            raise ValueError(f"Array.__array_namespace__: API version {api_version!r} is not supported")
+        return _ns()
+
+    def to_device(self, device: Rig | str, /, *, stream: object = None) -> Array:
+        """This array on ``device`` (itself where it is there already)."""
+        ns = _ns()
+        out: Array = ns._creation.to_device("Array.to_device", self, ns._base.device_of(device))
+        return out
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """(1, 0), DLPack's CPU, for memory the host addresses; (2, N), CUDA, for ``cuda:N``."""
+        if self.buffer.memory.host_bytes is not None:
+            return (1, 0)
+        name = self.device.name
+        return (2, int(name.partition(":")[2] or 0))
+
+    def __dlpack__(self, *, stream: object = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule sharing this array's host memory (byte-wide dtypes
+        NumPy holds); ``BufferError`` otherwise."""
+        if self.buffer.memory.host_bytes is None:
+            raise BufferError(f"Array.__dlpack__: {self.device.name}'s memory is not host memory")
+        if self.dtype.bits < 8 or self.dtype.numpy_dtype.kind == "V":
+            raise BufferError(f"Array.__dlpack__: DLPack has no {self.dtype.name}")
+        view = self.numpy_view()
+        kwargs: dict[str, Any] = {"stream": stream, "max_version": max_version}
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return view.__dlpack__(**kwargs)
+
+    def _scalar(self, fn: str) -> Any:
+        if self.rank != 0:
+            raise TypeError(f"Array.{fn}: a {self.dtype.name} {list(self.shape)} array is not 0-d")
+        return self.to_numpy().item()
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar("__bool__"))
+
+    def __int__(self) -> int:
+        if self.dtype.is_complex:
+            raise TypeError("Array.__int__: a complex array")
+        return int(self._scalar("__int__"))
+
+    def __float__(self) -> float:
+        if self.dtype.is_complex:
+            raise TypeError("Array.__float__: a complex array")
+        return float(self._scalar("__float__"))
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar("__complex__"))
+
+    def __index__(self) -> int:
+        if not self.dtype.is_int:
+            raise TypeError(f"Array.__index__: a {self.dtype.name} array is not an integer")
+        return int(self._scalar("__index__"))
+
+    def __setitem__(self, key: Any, value: Any, /) -> None:
+        """Store ``value`` (an array or a Python scalar, broadcast) at the indexed
+        elements in place, through a kernel that claims this array's memory."""
+        _ns()._indexing.setitem(self, key, value)
+
+    def __pos__(self) -> Array:
+        return _unary("positive", self)
+
+    def __neg__(self) -> Array:
+        return _unary("negative", self)
+
+    def __abs__(self) -> Array:
+        return _unary("abs", self)
+
+    def __invert__(self) -> Array:
+        return _unary("bitwise_invert", self)
+
+    def __add__(self, other: Any, /) -> Array:
+        return _binary("add", self, other)
+
+    def __radd__(self, other: Any, /) -> Array:
+        return _binary("add", other, self)
+
+    def __iadd__(self, other: Any, /) -> Array:
+        return _inplace("add", self, other)
+
+    def __sub__(self, other: Any, /) -> Array:
+        return _binary("subtract", self, other)
+
+    def __rsub__(self, other: Any, /) -> Array:
+        return _binary("subtract", other, self)
+
+    def __isub__(self, other: Any, /) -> Array:
+        return _inplace("subtract", self, other)
+
+    def __mul__(self, other: Any, /) -> Array:
+        return _binary("multiply", self, other)
+
+    def __rmul__(self, other: Any, /) -> Array:
+        return _binary("multiply", other, self)
+
+    def __imul__(self, other: Any, /) -> Array:
+        return _inplace("multiply", self, other)
+
+    def __truediv__(self, other: Any, /) -> Array:
+        return _binary("divide", self, other)
+
+    def __rtruediv__(self, other: Any, /) -> Array:
+        return _binary("divide", other, self)
+
+    def __itruediv__(self, other: Any, /) -> Array:
+        return _inplace("divide", self, other)
+
+    def __floordiv__(self, other: Any, /) -> Array:
+        return _binary("floor_divide", self, other)
+
+    def __rfloordiv__(self, other: Any, /) -> Array:
+        return _binary("floor_divide", other, self)
+
+    def __ifloordiv__(self, other: Any, /) -> Array:
+        return _inplace("floor_divide", self, other)
+
+    def __mod__(self, other: Any, /) -> Array:
+        return _binary("remainder", self, other)
+
+    def __rmod__(self, other: Any, /) -> Array:
+        return _binary("remainder", other, self)
+
+    def __imod__(self, other: Any, /) -> Array:
+        return _inplace("remainder", self, other)
+
+    def __pow__(self, other: Any, /) -> Array:
+        return _binary("pow", self, other)
+
+    def __rpow__(self, other: Any, /) -> Array:
+        return _binary("pow", other, self)
+
+    def __ipow__(self, other: Any, /) -> Array:
+        return _inplace("pow", self, other)
+
+    def __matmul__(self, other: Any, /) -> Array:
+        return _binary("matmul", self, other)
+
+    def __rmatmul__(self, other: Any, /) -> Array:
+        return _binary("matmul", other, self)
+
+    def __imatmul__(self, other: Any, /) -> Array:
+        return _inplace("matmul", self, other)
+
+    def __and__(self, other: Any, /) -> Array:
+        return _binary("bitwise_and", self, other)
+
+    def __rand__(self, other: Any, /) -> Array:
+        return _binary("bitwise_and", other, self)
+
+    def __iand__(self, other: Any, /) -> Array:
+        return _inplace("bitwise_and", self, other)
+
+    def __or__(self, other: Any, /) -> Array:
+        return _binary("bitwise_or", self, other)
+
+    def __ror__(self, other: Any, /) -> Array:
+        return _binary("bitwise_or", other, self)
+
+    def __ior__(self, other: Any, /) -> Array:
+        return _inplace("bitwise_or", self, other)
+
+    def __xor__(self, other: Any, /) -> Array:
+        return _binary("bitwise_xor", self, other)
+
+    def __rxor__(self, other: Any, /) -> Array:
+        return _binary("bitwise_xor", other, self)
+
+    def __ixor__(self, other: Any, /) -> Array:
+        return _inplace("bitwise_xor", self, other)
+
+    def __lshift__(self, other: Any, /) -> Array:
+        return _binary("bitwise_left_shift", self, other)
+
+    def __rlshift__(self, other: Any, /) -> Array:
+        return _binary("bitwise_left_shift", other, self)
+
+    def __ilshift__(self, other: Any, /) -> Array:
+        return _inplace("bitwise_left_shift", self, other)
+
+    def __rshift__(self, other: Any, /) -> Array:
+        return _binary("bitwise_right_shift", self, other)
+
+    def __rrshift__(self, other: Any, /) -> Array:
+        return _binary("bitwise_right_shift", other, self)
+
+    def __irshift__(self, other: Any, /) -> Array:
+        return _inplace("bitwise_right_shift", self, other)
+
+    def __eq__(self, other: Any, /) -> Array:  # type: ignore[override]
+        return _binary("equal", self, other)
+
+    def __ne__(self, other: Any, /) -> Array:  # type: ignore[override]
+        return _binary("not_equal", self, other)
+
+    def __lt__(self, other: Any, /) -> Array:
+        return _binary("less", self, other)
+
+    def __le__(self, other: Any, /) -> Array:
+        return _binary("less_equal", self, other)
+
+    def __gt__(self, other: Any, /) -> Array:
+        return _binary("greater", self, other)
+
+    def __ge__(self, other: Any, /) -> Array:
+        return _binary("greater_equal", self, other)
 
     # ---- views -------------------------------------------------------------------
 
@@ -233,9 +482,16 @@ class Array:
         return self.view(Reshape(tuple(shape)))
 
     def __getitem__(self, key: Any) -> Array:
-        """Basic indexing with ints and slices, as NumPy's (a view)."""
+        """Indexing as the Array API's (and NumPy's): ints, slices, ``...`` and
+        ``None`` give a view; integer and boolean arrays gather (a copy)."""
         if not isinstance(key, tuple):
             key = (key,)
+        if not all((isinstance(k, slice | int | np.integer) and not isinstance(k, bool)) or k is Ellipsis
+                   for k in key):
+            out: Array = _ns()._indexing.getitem(self, key)
+            return out
+        if sum(k is Ellipsis for k in key) > 1:
+            raise IndexError("Array: an index can only have a single ellipsis ('...')")
         if any(k is Ellipsis for k in key):
             i = key.index(Ellipsis)
             key = key[:i] + (slice(None),) * (self.rank - len(key) + 1) + key[i + 1 :]
@@ -254,7 +510,7 @@ class Array:
                 ranges.append(Range(i, 1, 1))
                 drop.append(ax)
             else:
-                raise TypeError(f"Array: unsupported index {k!r}; use ints and slices")
+                raise TypeError(f"Array: unsupported index {k!r}")
         sliced = self.view(Slice(tuple(ranges)))
         lay = sliced.layout
         keep = [ax for ax in range(self.rank) if ax not in drop]
@@ -297,13 +553,55 @@ class Array:
         return Array(dt, Layout(tuple(shape), tuple(strides), self.layout.offset // r), self.buffer)
 
 
-def asarray(obj: object, dtype: Dtype | str | None = None, device: Rig | str = "host") -> Array:
+def _ns() -> Any:
+    """The Array API namespace, imported on first use (it imports this module)."""
+    global _NAMESPACE
+    if _NAMESPACE is None:
+        import importlib
+
+        _NAMESPACE = importlib.import_module("nxkernel_core.array_api")
+    return _NAMESPACE
+
+
+_NAMESPACE: Any = None
+
+
+def _binary(fn: str, x: Any, y: Any) -> Array:
+    """The namespace's ``fn`` of x and y; NotImplemented for an operand that is
+    neither an array nor a Python scalar (so Python tries the other side)."""
+    for v in (x, y):
+        if not isinstance(v, Array | bool | int | float | complex):
+            return NotImplemented  # type: ignore[no-any-return]
+    out: Array = getattr(_ns(), fn)(x, y)
+    return out
+
+
+def _unary(fn: str, x: Array) -> Array:
+    out: Array = getattr(_ns(), fn)(x)
+    return out
+
+
+def _inplace(fn: str, x: Array, y: Any) -> Array:
+    """x ``fn``= y: the result, of x's dtype and shape, written into x's memory."""
+    r: Any = _binary(fn, x, y)
+    if r is NotImplemented:
+        return r  # type: ignore[no-any-return]
+    if r.dtype is not x.dtype or r.shape != x.shape:
+        raise TypeError(f"Array: in-place {fn} would make a {r.dtype.name} {list(r.shape)} array "
+                        f"of a {x.dtype.name} {list(x.shape)} one")
+    _ns()._base.write_into(f"Array.__i{fn}__", x, r)
+    return x
+
+
+def asarray(obj: object, dtype: D.DtypeLike | None = None,
+            device: Rig | str | None = None) -> Array:
     """An ``Array`` of ``obj`` (an Array, a NumPy array, a scalar or nested
-    sequences) on ``device``. Floats convert to ``dtype`` by the store rule
-    (one rounding), everything else as NumPy's ``astype`` does; an Array already
-    of that dtype on that device is returned as it is."""
-    dev = _device(device)
-    dt = D.by_name(dtype) if isinstance(dtype, str) else dtype
+    sequences) on ``device`` (the default device, ``rig.default_device()``,
+    where None). Floats convert to ``dtype`` by the store rule (one rounding),
+    everything else as NumPy's ``astype`` does; an Array already of that dtype
+    on that device is returned as it is."""
+    dev = _device(device) if device is not None else default_device()
+    dt = None if dtype is None else D.resolve(dtype, "asarray")
     if isinstance(obj, Array):
         if (dt is None or dt is obj.dtype) and obj.device is dev:
             return obj
@@ -312,6 +610,8 @@ def asarray(obj: object, dtype: Dtype | str | None = None, device: Rig | str = "
             return Array.from_numpy(src, dev, obj.dtype)
         return Array.from_numpy(_convert(src, dt), dev, dt)
     arr = np.asarray(obj)
+    if not arr.dtype.isnative:  # big-endian input: the same values in host order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     if dt is None:
         dt = D.of_numpy(arr.dtype)
     return Array.from_numpy(_convert(arr, dt), dev, dt)

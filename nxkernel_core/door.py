@@ -10,6 +10,15 @@ and ``OVERLAPPING`` (a written array sharing a byte with another array, decided
 on byte spans, unless the two are identical: same memory, byte offset, dtype
 and layout, and the other one is read).
 
+Sub-byte stores across threads: two calls whose written arrays share no
+element may still share a byte (``full[0::2]`` and ``full[1::2]`` of an int4
+buffer), and storing a code rewrites its whole byte. The door does not refuse
+such calls (each alone is sound, and whether they meet is a matter of timing);
+it makes them safe: a call that writes a sub-byte array holds its memory's
+``store_lock`` from entry to exit, so such calls on one memory run one at a
+time. The locks of one call are taken in one global order, and all at entry,
+so no two calls wait on each other in a cycle.
+
 A kernel uses it as::
 
     with door(dsts, operands) as refusal:
@@ -27,7 +36,7 @@ from typing import final
 
 from .answer import Answer
 from .array import Array
-from .rig import Access, Claims, Lost, Rig, claim
+from .rig import Access, Claims, Lost, Memory, Rig, claim
 
 __all__ = ["door", "refusal", "shares_bytes"]
 
@@ -94,7 +103,7 @@ class _Door:
     """The context ``door`` returns: a plain object, not a generator, since
     every kernel call enters one."""
 
-    __slots__ = ("_claims", "_device", "_need_host", "_read", "_written")
+    __slots__ = ("_claims", "_device", "_locks", "_need_host", "_read", "_written")
 
     def __init__(self, written: Sequence[Array], read: Sequence[Array], device: Rig | None,
                  need_host: bool) -> None:
@@ -103,18 +112,35 @@ class _Door:
         self._device = device
         self._need_host = need_host
         self._claims: Claims | None = None
+        self._locks: list[Memory] = []
 
     def __enter__(self) -> Answer | None:
         answer = refusal(self._written, self._read, self._device, self._need_host)
         if answer is not None:
             return answer
-        self._claims = claim(read=[a.buffer for a in self._read],
-                             write=[a.buffer for a in self._written])
+        try:
+            self._claims = claim(read=[a.buffer for a in self._read],
+                                 write=[a.buffer for a in self._written])
+        except ValueError:
+            # Another thread consumed or donated an array since the test above:
+            # the door's answer for the state now.
+            answer = refusal(self._written, self._read, self._device, self._need_host)
+            if answer is None:
+                raise
+            return answer
+        sub_byte = {id(a.buffer.memory): a.buffer.memory for a in self._written if a.dtype.bits < 8}
+        if sub_byte:
+            self._locks = [sub_byte[k] for k in sorted(sub_byte)]  # one global order
+            for mem in self._locks:
+                mem.store_lock.acquire()
         return None
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  tb: TracebackType | None) -> None:
         claims, self._claims = self._claims, None
+        locks, self._locks = self._locks, []
+        for mem in reversed(locks):
+            mem.store_lock.release()
         if claims is not None:
             claims.release()
 

@@ -18,7 +18,7 @@ import enum
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Final, final
+from typing import Any, Final, TypeAlias, final
 
 import ml_dtypes
 import numpy as np
@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 __all__ = [
     "Dtype",
+    "DtypeLike",
     "FloatFormat",
     "Kind",
     "accepts_reduction_kind",
@@ -57,6 +58,7 @@ __all__ = [
     "of_fraction",
     "of_numpy",
     "pack",
+    "resolve",
     "same_precision",
     "store_codes",
     "uint4",
@@ -233,6 +235,27 @@ def by_name(name: str) -> Dtype:
         ) from None
 
 
+#: What every function taking a dtype accepts (see :func:`resolve`).
+DtypeLike: TypeAlias = Dtype | str | np.dtype[Any] | type
+
+
+def resolve(obj: object, fn: str = "dtype") -> Dtype:
+    """The dtype ``obj`` names: a :class:`Dtype`, one's name (``"bfloat16"``), or
+    anything NumPy reads as a dtype (``"f4"``, ``np.float32``, ``np.dtype("<i8")``);
+    a ``ValueError`` naming ``fn`` for anything else."""
+    if isinstance(obj, Dtype):
+        return obj
+    if isinstance(obj, str) and obj in _BY_NAME:
+        return _BY_NAME[obj]
+    try:
+        if isinstance(obj, (str, np.dtype, type)):
+            return of_numpy(np.dtype(obj))
+    except (TypeError, ValueError):
+        pass
+    raise ValueError(f"{fn}: {obj!r} is not a dtype; give a Dtype, its name ({', '.join(_BY_NAME)})"
+                     " or a NumPy dtype")
+
+
 def of_code(code: int) -> Dtype:
     """The dtype whose code is ``code``."""
     if not 0 <= code < len(all):
@@ -242,8 +265,10 @@ def of_code(code: int) -> Dtype:
 
 def of_numpy(npdt: npt.DTypeLike) -> Dtype:
     """The dtype whose host element is NumPy's ``npdt`` (``bool`` for numpy.bool_,
-    never ``bit``)."""
+    never ``bit``), in either byte order."""
     d = np.dtype(npdt)
+    if not d.isnative:
+        d = d.newbyteorder("=")
     for dt in all:
         if dt.numpy_dtype == d and dt is not bit:
             return dt

@@ -29,13 +29,90 @@ from .answer import Answer
 from .array import Array
 from .dtype import Dtype
 
-__all__ = ["attention_misfit", "fft_dtype", "fft_misfit", "routine_dtypes", "routine_misfit"]
+__all__ = ["attention_misfit", "fft_dtype", "fft_misfit", "loop_rank", "map_misfit", "move_misfit",
+           "reduce_misfit", "routine_dtypes", "routine_misfit"]
 
 #: The complex dtype of each float or complex precision, and the real one.
 _COMPLEX: Final = {D.float32: D.complex64, D.float64: D.complex128, D.complex64: D.complex64,
                    D.complex128: D.complex128}
 _REAL: Final = {D.float32: D.float32, D.float64: D.float64, D.complex64: D.float32,
                 D.complex128: D.float64}
+
+
+def loop_rank(loads: Sequence[S.Load], operands: Sequence[Array]) -> int:
+    """The loop's rank as the refusal rules read it: the first load's."""
+    first = loads[0] if loads else S.PLAIN
+    if isinstance(first, S.Padded):
+        return first.pad.loaded_rank
+    return operands[0].rank if operands else 0
+
+
+def map_misfit(spec: S.Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+    """The refusal of a map call that does not fit: counts, the program's
+    refusal rule over the loop's rank, then the loaded shapes."""
+    if len(operands) != len(spec.loads) or len(dsts) != spec.prog.n_outs or not operands:
+        return Answer.BAD_ARITY
+    found = SH.map_refusal(spec.prog, loop_rank(spec.loads, operands), [d.dtype for d in dsts],
+                           [a.dtype for a in operands], spec.loads)
+    if found is not None:
+        return found[0]
+    want = SH.map(spec, [a.shape for a in operands])
+    if isinstance(want, SH.Error) or any(d.shape != w for d, w in zip(dsts, want, strict=True)):
+        return Answer.SHAPE_MISMATCH
+    return None
+
+
+def reduce_misfit(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]
+                  ) -> Answer | None:
+    """The refusal of a reduce call that does not fit: counts, the reductions'
+    refusal rule over the loop's rank, then the results' shapes."""
+    if len(operands) != len(spec.loads) or len(dsts) != spec.n_results() or not operands:
+        return Answer.BAD_ARITY
+    found = SH.reduce_refusal(spec.prog, loop_rank(spec.loads, operands), spec.reductions,
+                              [d.dtype for d in dsts], [a.dtype for a in operands], spec.loads)
+    if found is not None:
+        return found[0]
+    want = SH.reduce(spec, [a.shape for a in operands])
+    if isinstance(want, SH.Error) or any(d.shape != w for d, w in zip(dsts, want, strict=True)):
+        return Answer.SHAPE_MISMATCH
+    return None
+
+
+def _move_dtypes_fit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> bool:
+    """The dtypes each move takes: int64 positions, results of the data's dtype."""
+    match spec:
+        case S.Gather() | S.RangeGather():
+            return operands[0].dtype is D.int64 and dsts[0].dtype is operands[1].dtype
+        case S.Scatter():
+            into, index, updates = operands
+            dt = dsts[0].dtype
+            if into.dtype is not dt or updates.dtype is not dt or index.dtype is not D.int64:
+                return False
+            # Add takes the dtypes Prog's Add takes: every dtype but the booleans.
+            return not (spec.combine is S.Combine.ADD and dt.kind is D.Kind.BOOLEAN)
+        case S.Sort():
+            return dsts[0].dtype is operands[0].dtype and dsts[1].dtype is D.int64
+        case S.Numbering():
+            return dsts[0].dtype is D.int64 and operands[0].dtype is operands[1].dtype
+        case S.Assemble():
+            return S.fill_fits(spec.fill, dsts[0].dtype) and all(
+                p.dtype is dsts[0].dtype for p in operands)
+    raise TypeError(f"move_misfit: {type(spec).__name__} is not a move")
+
+
+def move_misfit(spec: S.Gather | S.RangeGather | S.Scatter | S.Sort | S.Numbering | S.Assemble,
+                dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+    """The refusal of a move call (gather, range_gather, scatter, sort,
+    numbering, assemble) that does not fit: counts, then dtypes, then the
+    operands' and destinations' shapes as Shape states them."""
+    if len(dsts) != spec.n_results() or len(operands) != spec.n_operands():
+        return Answer.BAD_ARITY
+    if not _move_dtypes_fit(spec, dsts, operands):
+        return Answer.WRONG_DTYPE
+    shapes = getattr(SH, spec.kernel)(spec, [o.shape for o in operands])
+    if isinstance(shapes, SH.Error) or tuple(d.shape for d in dsts) != shapes:
+        return Answer.SHAPE_MISMATCH
+    return None
 
 
 def fft_dtype(kind: S.C2c | S.R2c | S.C2r, x: Dtype) -> Dtype | None:

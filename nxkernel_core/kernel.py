@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KERNEL_NAMES",
     "Call",
+    "KernelError",
     "KernelStatement",
     "Library",
     "Statement",
@@ -75,6 +76,19 @@ KERNEL_NAMES: Final[tuple[str, ...]] = (
     "numbering", "assemble", "contract", "fft", "cholesky", "lu", "qr", "svd",
     "eigh", "eig", "solve_triangular", "attention",
 )
+
+
+class KernelError(RuntimeError):
+    """A library's kernel broke the protocol: it raised (other than the
+    contract's ``Lost`` and ``OutOfMemory``), or answered something other
+    than an :class:`~nxkernel_core.answer.Answer`. The message names the nx
+    function, the library and the kernel; a raised error is the ``__cause__``."""
+
+    def __init__(self, fn: str, library: str, kernel: str, what: str) -> None:
+        super().__init__(f"{fn}: kernel {kernel!r} of library {library!r} {what}")
+        self.fn: Final = fn
+        self.library: Final = library
+        self.kernel: Final = kernel
 
 
 def close_match(name: str, choices: Iterable[str]) -> str:
@@ -134,7 +148,11 @@ class Library(Protocol):
     ``statement.computes``.
 
     A library may also carry ``priority: int`` (default 0): discovery asks
-    libraries of higher priority first.
+    libraries of higher priority first; and ``unavailable: str | None``: why
+    the devices it is for cannot be used in this process, in one line (``None``
+    where they can), which ``nxkernel info`` and the pytest plugin's ``cuda``
+    marker show; and ``notes: Sequence[str]``: lines ``nxkernel info`` shows
+    beneath the library (which compiler it uses, ...).
     """
 
     @property
@@ -170,7 +188,8 @@ class Library(Protocol):
 
     def fold(self, spec: Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
         """The adjoint of a padded load: dst's element at an index is +0 plus
-        every element of x that the load reads from that index. Operand: x."""
+        every element of x that the load reads from that index. Operand: x, of
+        a dtype Prog's Add takes (no bool or bit), dst of x's dtype."""
         ...
 
     def gather(self, spec: Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:

@@ -164,6 +164,8 @@ class Layout:
     _span: tuple[int, int] = field(init=False, repr=False)
     _contiguous: bool | None = field(init=False, repr=False)
     _distinct: bool | None = field(init=False, repr=False)
+    _canon: tuple[tuple[int, ...], tuple[int, ...], int] | None = field(init=False, repr=False)
+    _hash: int | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         fn = "Layout"
@@ -186,6 +188,8 @@ class Layout:
         object.__setattr__(self, "_span", span)
         object.__setattr__(self, "_contiguous", None)
         object.__setattr__(self, "_distinct", None)
+        object.__setattr__(self, "_canon", None)
+        object.__setattr__(self, "_hash", None)
 
     # ---- constructors -------------------------------------------------------
 
@@ -212,15 +216,31 @@ class Layout:
         strides = tuple(0 if d == 1 else s for d, s in zip(self.shape, self.strides, strict=True))
         return Layout(self.shape, strides, self.offset)
 
+    def _canonical_key(self) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+        """``canonical()``'s shape, strides and offset, computed once: equality
+        and hashing read them on every plan look-up of the caller, and making
+        a canonical Layout costs microseconds."""
+        known = self._canon
+        if known is None:
+            if self._numel == 0:
+                known = (self.shape, (0,) * len(self.shape), 0)
+            else:
+                known = (self.shape, tuple(0 if d == 1 else s for d, s in
+                                           zip(self.shape, self.strides, strict=True)), self.offset)
+            object.__setattr__(self, "_canon", known)
+        return known
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Layout):
             return NotImplemented
-        a, b = self.canonical(), other.canonical()
-        return (a.shape, a.strides, a.offset) == (b.shape, b.strides, b.offset)
+        return self is other or self._canonical_key() == other._canonical_key()
 
     def __hash__(self) -> int:
-        c = self.canonical()
-        return hash((c.shape, c.strides, c.offset))
+        known = self._hash
+        if known is None:
+            known = hash(self._canonical_key())
+            object.__setattr__(self, "_hash", known)
+        return known
 
     def span(self) -> tuple[int, int]:
         """``(lo, hi)``: every element's position ``p`` has ``lo <= p < hi``;

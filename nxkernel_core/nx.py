@@ -1,11 +1,12 @@
 """The caller: check that a call fits, allocate its destinations, ask the libraries.
 
-``call(spec, *operands)`` is the one checked entry to every kernel: it checks
-the call fits (an error names the function and lists the arrays as
-``dtype [shape]``), allocates the destinations on the operands' device, asks
-the libraries that compute on that device in priority order, and raises
-``refused(...)`` on a refusal, or ``InvalidArgument`` naming each library and
-its reason when every one declines. Nothing computes in a library's place.
+``call(spec, *operands)`` (``caller``) is the one checked entry to every
+kernel: it checks the call fits (an error names the function and lists the
+arrays as ``dtype [shape]``), allocates the destinations on the operands'
+device, asks the libraries that compute on that device in priority order, and
+raises ``refused(...)`` on a refusal, or ``InvalidArgument`` naming each
+library and its reason when every one declines. Nothing computes in a
+library's place.
 
 On top sit one function per kernel taking friendlier arguments (``map``,
 ``reduce``, ``gather``, ...) and the conveniences a NumPy user expects
@@ -20,22 +21,18 @@ import builtins
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, final
+from typing import Any, Final
 
 import numpy as np
 
 from . import dtype as D
-from . import fits
-from . import shape as Shape
 from . import spec as S
 from .answer import Answer, InvalidArgument, describe, refused
 from .array import Array, asarray
+from .caller import call
 from .dtype import Dtype
-from .kernel import Call
 from .layout import Broadcast, Permute, Reshape
 from .prog import Binary, Compare, Prog, Unary
-from .rig import Rig
 
 __all__ = [
     "add",
@@ -88,7 +85,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------
-# The checked call
+# Dtype helpers
 # --------------------------------------------------------------------------
 
 
@@ -100,185 +97,6 @@ def _real_of(dt: Dtype) -> Dtype:
     return {D.complex128: D.float64, D.complex64: D.float32}.get(dt, dt)
 
 
-def _result_dtypes(sp: Any, operands: Sequence[Array]) -> tuple[Dtype, ...]:
-    """The destinations' dtypes the spec and operands fix."""
-    return _fixed_dtypes(sp, tuple(o.dtype for o in operands))
-
-
-def _fixed_dtypes(sp: Any, loads: Sequence[Dtype]) -> tuple[Dtype, ...]:
-    """The destinations' dtypes the spec and the operands' dtypes ``loads`` fix."""
-    match sp:
-        case S.Map():
-            return sp.prog.out_dtypes
-        case S.Reduce() | S.Scan():
-            return sp.result_dtypes()
-        case S.Fold() | S.Cholesky():
-            return (loads[0],)
-        case S.Gather() | S.RangeGather():
-            return (loads[1],)
-        case S.Scatter():
-            return (loads[0],)
-        case S.Sort():
-            return (loads[0], D.int64)
-        case S.Numbering():
-            return (D.int64,)
-        case S.Fft():
-            out = fits.fft_dtype(sp.kind, loads[0])
-            return (out,) if out is not None else (loads[0],)
-        case S.Lu() | S.Qr() | S.Svd() | S.Eigh() | S.Eig():
-            a = loads[0]
-            return fits.routine_dtypes(sp, a) if D.full_precision(a) else (a,) * sp.n_results()
-        case S.SolveTriangular():
-            return (loads[1],)
-        case S.Attention():
-            v = loads[2]
-            return (v, sp.acc)
-    raise InvalidArgument(f"nx.call: {type(sp).__name__} needs its destinations' dtypes (dtypes=...)")
-
-
-def _refusal_rule(sp: Any, loads: Sequence[Dtype], dtypes: Sequence[Dtype],
-                  rank: int) -> tuple[Answer, str] | None:
-    """The contract's refusal rule for a loop kernel's dtypes, where it has one
-    (``loads``: the operands' dtypes)."""
-    match sp:
-        case S.Map():
-            return Shape.map_refusal(sp.prog, rank, dtypes, loads, sp.loads)
-        case S.Reduce():
-            return Shape.reduce_refusal(sp.prog, rank, sp.reductions, dtypes, loads, sp.loads)
-        case S.Scan():
-            carry = loads[0] if sp.carry else None
-            return Shape.scan_refusal(sp.prog, rank, sp.reduction, sp.output, dtypes, carry,
-                                      loads[1:] if sp.carry else loads, sp.loads)
-        case S.Attention():
-            n_kv = 4 if isinstance(sp.kv, S.Paged) else 3
-            first = n_kv + (1 if sp.lengths else 0)
-            return Shape.attention_refusal(sp.prog, loads[0], rank, dtypes[0], sp.acc,
-                                           loads[first:], sp.loads)
-    return None
-
-
-def _loop_rank(sp: Any, shapes: Sequence[tuple[int, ...]]) -> int:
-    """The rank of a loop kernel's loop (the loaded shape's)."""
-    match sp:
-        case S.Map() | S.Reduce() | S.Scan():
-            loaded_shapes = shapes[1 if isinstance(sp, S.Scan) and sp.carry else 0:]
-            if not loaded_shapes:
-                return 0
-            loaded = Shape.padded(loaded_shapes[0], sp.loads[0].pad) if isinstance(
-                sp.loads[0], S.Padded) else loaded_shapes[0]
-            return len(loaded) if not isinstance(loaded, Shape.Error) else len(loaded_shapes[0])
-        case S.Attention():
-            return len(shapes[0])
-    return 0
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """What ``call`` decides from the spec and the operands' shapes and dtypes
-    alone: the destinations' shapes and dtypes, or the refusal (answer and
-    reason) of a call that does not fit."""
-
-    shapes: tuple[tuple[int, ...], ...]
-    dtypes: tuple[Dtype, ...]
-    refusal: tuple[Answer, str] | None
-
-
-def _decide(sp: Any, shapes: tuple[tuple[int, ...], ...], loads: tuple[Dtype, ...],
-            dtypes: tuple[Dtype, ...] | None) -> _Plan:
-    """The plan of a call of ``sp`` on operands of ``shapes`` and dtypes
-    ``loads``, into destinations of ``dtypes`` where given (else the fixed
-    ones): a pure function of its arguments."""
-    results = getattr(Shape, sp.kernel)(sp, shapes)
-    if isinstance(results, Shape.Error):
-        return _Plan((), (), (Answer.SHAPE_MISMATCH, results.reason))
-    dts = dtypes if dtypes is not None else _fixed_dtypes(sp, loads)
-    if len(dts) != len(results):
-        return _Plan(tuple(results), dts, None)  # call raises InvalidArgument
-    return _Plan(tuple(results), dts, _refusal_rule(sp, loads, dts, _loop_rank(sp, shapes)))
-
-
-#: ``_decide``, made once per spec, shapes and dtypes: a repeated call then
-#: skips the shape rules and the refusal rules. Bounded; safe with threads.
-_plan = functools.lru_cache(maxsize=1024)(_decide)
-
-
-def _hashable(key: object) -> bool:
-    try:
-        hash(key)
-    except TypeError:
-        return False
-    return True
-
-
-def _discover() -> Any:
-    """The plugin registry (``plugins.discover()``), the module imported on
-    first use: the plugins module imports the libraries, which import this one."""
-    global _plugins
-    if _plugins is None:
-        from . import plugins
-
-        _plugins = plugins
-    return _plugins.discover()
-
-
-_plugins: Any = None
-
-
-def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
-         device: Rig | None = None, name: str | None = None) -> tuple[Array, ...]:
-    """Run kernel ``sp.kernel`` on ``operands``: check the call fits, allocate the
-    destinations (of ``dtypes`` where the spec does not fix them) on the
-    operands' device, and ask each library that computes on it, in priority
-    order, until one answers DONE. Returns the destinations."""
-    fn = name or f"nx.{sp.kernel}"
-    ops = operands
-    for o in ops:
-        if not isinstance(o, Array):
-            raise InvalidArgument(f"{fn}: operands must be Arrays, got {type(o).__name__}; use nx.asarray")
-    if len(ops) != sp.n_operands():
-        refused(fn, Answer.BAD_ARITY, ops,
-                f"takes {sp.n_operands()} operands, got {len(ops)}")
-    dev = ops[0].buffer.memory.device if ops else None
-    for o in ops:
-        if o.buffer.memory.device is not dev:
-            devices = {id(o.device): o.device for o in ops}
-            refused(fn, Answer.WRONG_DEVICE, ops,
-                    "operands are on " + ", ".join(d.name for d in devices.values()))
-    dev = device or dev
-    if dev is None:
-        raise InvalidArgument(f"{fn}: a call with no operand needs device=")
-    key = (sp, tuple([o.layout.shape for o in ops]), tuple([o.dtype for o in ops]),
-           tuple(dtypes) if dtypes is not None else None)
-    try:
-        plan = _plan(*key)
-    except TypeError:
-        if _hashable(key):
-            raise
-        plan = _decide(*key)  # a spec holding something unhashable is decided afresh
-    if plan.refusal is not None:
-        refused(fn, plan.refusal[0], ops, plan.refusal[1])
-    dts, shapes = plan.dtypes, plan.shapes
-    if len(dts) != len(shapes):
-        raise InvalidArgument(f"{fn}: {len(dts)} destination dtypes for {len(shapes)} results")
-    dsts = tuple([Array.empty(dt, sh, dev) for dt, sh in zip(dts, shapes, strict=True)])
-    libraries = _discover().libraries_for(dev)
-    declines = []
-    for lib in libraries:
-        answer = getattr(lib, sp.kernel)(sp, dsts, ops)
-        if answer is Answer.DONE:
-            return dsts
-        if answer is Answer.DECLINED:
-            why = lib.statement.declines(Call(sp.kernel, sp, dsts, ops)) or "declined"
-            declines.append(f"{lib.name} declines it ({why})")
-            continue
-        refused(fn, answer, ops)
-    if not libraries:
-        raise InvalidArgument(f"{fn}: no library computes on {dev.name} ({describe(ops)})")
-    raise InvalidArgument(f"{fn}: no library computes this case: {'; '.join(declines)} "
-                          f"({describe(ops)})")
-
-
 # --------------------------------------------------------------------------
 # One function per kernel
 # --------------------------------------------------------------------------
@@ -287,7 +105,7 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
 def _arrays(fn: str, xs: Sequence[object], like: Array | None = None) -> list[Array]:
     """Operands as Arrays: Arrays as they are, anything else converted on the
     first Array's device, Python scalars to its dtype."""
-    anchor = like or next((x for x in xs if isinstance(x, Array)), None)
+    anchor = like if like is not None else next((x for x in xs if isinstance(x, Array)), None)
     out = []
     for x in xs:
         if isinstance(x, Array):
@@ -332,12 +150,13 @@ def reduce(prog: Prog, *operands: Array, axes: Sequence[int],
 
 
 def scan(prog: Prog, *operands: Array, axis: int, reduction: S.Reduction, output: int = 0,
-         dtype: Dtype | None = None, reverse: bool = False, carry: Array | None = None,
+         dtype: D.DtypeLike | None = None, reverse: bool = False, carry: Array | None = None,
          loads: Sequence[S.Load] | None = None) -> tuple[Array, ...]:
     """The inclusive scan by ``reduction`` of output ``output`` along ``axis``,
     continuing from ``carry`` where given."""
     sp = S.Scan(prog, tuple(loads) if loads is not None else (S.PLAIN,) * len(operands), axis,
-                reduction, output, dtype or prog.out_dtypes[output], reverse, carry is not None)
+                reduction, output, prog.out_dtypes[output] if dtype is None else D.resolve(dtype, "nx.scan"),
+                reverse, carry is not None)
     return call(sp, *([carry] if carry is not None else []), *operands)
 
 
@@ -349,6 +168,9 @@ def fold(x: Array, shape: Sequence[int], pad: S.Pad) -> Array:
 def gather(x: Array, index: Array, axis: int) -> Array:
     """x's elements at the positions ``index`` holds along ``axis`` (index has x's
     rank, x's extents but along axis); outside [0, d) reads zero bits."""
+    _axis_values("nx.gather", axis)
+    if isinstance(index, Array) and not index.dtype.is_int:
+        raise InvalidArgument(f"nx.gather: indices must be integers, not {describe([index])}")
     return call(S.Gather(axis), index, x)[0]
 
 
@@ -375,12 +197,12 @@ def numbering(keys: Array, x: Array, side: str = "left") -> Array:
 
 
 def assemble(pieces: Sequence[Array], shape: Sequence[int], regions: Sequence[Sequence[Any]],
-             fill: object = 0, dtype: Dtype | None = None) -> Array:
+             fill: object = 0, dtype: D.DtypeLike | None = None) -> Array:
     """An array of ``shape``: each piece pasted into its region (a Range per
     axis), the last piece winning, ``fill`` elsewhere."""
     from .prog import bits
 
-    dt = dtype or (pieces[0].dtype if pieces else None)
+    dt = D.resolve(dtype, "nx.assemble") if dtype is not None else (pieces[0].dtype if pieces else None)
     if dt is None:
         raise InvalidArgument("nx.assemble: give dtype= when there is no piece")
     fill_bits = fill if isinstance(fill, bytes) else bits(dt, fill)  # type: ignore[arg-type]
@@ -402,6 +224,16 @@ def _map_spec(kind: Binary | Unary, dt: Dtype) -> S.Map:
     return S.Map(Prog.binary(kind, dt), (S.PLAIN, S.PLAIN))
 
 
+def _kind_spec(fn: str, kind: Binary | Unary, arrays: Sequence[Array]) -> S.Map:
+    """``_map_spec``, a kind that does not take the dtype refused naming ``fn``
+    and the arrays (not the program's node)."""
+    try:
+        return _map_spec(kind, arrays[0].dtype)
+    except ValueError:
+        raise InvalidArgument(f"{fn}: {kind.name.lower()} does not take {arrays[0].dtype.name} "
+                              f"({describe(arrays)})") from None
+
+
 def _binary(fn: str, kind: Binary, x: object, y: object) -> Array:
     if isinstance(x, Array) and isinstance(y, Array) and x.layout.shape == y.layout.shape:
         a, b = x, y  # what _arrays and _broadcast give two Arrays of one shape
@@ -410,7 +242,7 @@ def _binary(fn: str, kind: Binary, x: object, y: object) -> Array:
     if a.dtype is not b.dtype:
         raise InvalidArgument(f"{fn}: operands of dtypes {a.dtype.name} and {b.dtype.name} differ; "
                               f"cast one first ({describe([a, b])})")
-    return call(_map_spec(kind, a.dtype), a, b, name=fn)[0]
+    return call(_kind_spec(fn, kind, [a, b]), a, b, name=fn)[0]
 
 
 def add(x: object, y: object) -> Array:
@@ -431,7 +263,7 @@ def mul(x: object, y: object) -> Array:
 def exp(x: object) -> Array:
     """e^x elementwise, for float x."""
     (a,) = _arrays("nx.exp", [x])
-    return call(_map_spec(Unary.EXP, a.dtype), a, name="nx.exp")[0]
+    return call(_kind_spec("nx.exp", Unary.EXP, [a]), a, name="nx.exp")[0]
 
 
 def where(c: object, x: object, y: object) -> Array:
@@ -447,10 +279,10 @@ def _where_spec(dt: Dtype) -> S.Map:
     return S.Map(Prog.where(dt), (S.PLAIN,) * 3)
 
 
-def cast(x: object, dtype: Dtype | str) -> Array:
+def cast(x: object, dtype: D.DtypeLike) -> Array:
     """x converted to ``dtype`` by the Cast rules (floats by the store rule)."""
     (a,) = _arrays("nx.cast", [x])
-    dt = D.by_name(dtype) if isinstance(dtype, str) else dtype
+    dt = D.resolve(dtype, "nx.cast")
     return call(_cast_spec(a.dtype, dt), a, name="nx.cast")[0]
 
 
@@ -466,10 +298,22 @@ def _cast_spec(src: Dtype, dst: Dtype) -> S.Map:
 # --------------------------------------------------------------------------
 
 
+def _axis_values(fn: str, axis: object) -> tuple[int, ...]:
+    """``axis`` (an integer, or a tuple or list of them) as ints; an
+    ``InvalidArgument`` naming ``fn`` for anything else, bools included (NumPy
+    refuses them too, rather than read True as 1)."""
+    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    for a in items:
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+            what = f"{type(a).__name__} {a!r}"
+            raise InvalidArgument(f"{fn}: axis must be an integer or a tuple of integers, not {what}")
+    return tuple(int(a) for a in items)
+
+
 def _axes(fn: str, x: Array, axis: int | Sequence[int] | None) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(x.rank))
-    raw = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    raw = _axis_values(fn, axis)
     out = []
     for a in raw:
         if not -x.rank <= a < x.rank:
@@ -487,10 +331,10 @@ def _keep(x: Array, axes: tuple[int, ...], r: Array, keepdims: bool) -> Array:
 
 
 def _reduce1(fn: str, x: object, axis: int | Sequence[int] | None, reduction: S.Reduction,
-             dtype: Dtype | None, keepdims: bool) -> tuple[Array, ...]:
+             dtype: D.DtypeLike | None, keepdims: bool) -> tuple[Array, ...]:
     (a,) = _arrays(fn, [x])
     axes = _axes(fn, a, axis)
-    sp = _reduce_spec(a.dtype, axes, reduction, dtype or a.dtype)
+    sp = _reduce_spec(a.dtype, axes, reduction, a.dtype if dtype is None else D.resolve(dtype, fn))
     return tuple(_keep(a, axes, r, keepdims) for r in call(sp, a, name=fn))
 
 
@@ -501,14 +345,14 @@ def _reduce_spec(dt: Dtype, axes: tuple[int, ...], reduction: S.Reduction,
     return S.Reduce(Prog.identity(dt), (S.PLAIN,), axes, ((reduction, 0, result),))
 
 
-def sum(x: object, axis: int | Sequence[int] | None = None, dtype: Dtype | None = None,
+def sum(x: object, axis: int | Sequence[int] | None = None, dtype: D.DtypeLike | None = None,
         keepdims: bool = False) -> Array:
     """The sum of x's elements along ``axis`` (all where None), from +0, in
     x's dtype unless ``dtype`` (a float sum may round into any float dtype)."""
     return _reduce1("nx.sum", x, axis, S.Monoid.SUM, dtype, keepdims)[0]
 
 
-def prod(x: object, axis: int | Sequence[int] | None = None, dtype: Dtype | None = None,
+def prod(x: object, axis: int | Sequence[int] | None = None, dtype: D.DtypeLike | None = None,
          keepdims: bool = False) -> Array:
     """The product of x's elements along ``axis``; an empty product is 1."""
     return _reduce1("nx.prod", x, axis, S.Monoid.PROD, dtype, keepdims)[0]
@@ -547,7 +391,7 @@ def mean_var(x: object, axis: int | Sequence[int] | None = None,
     return mean, var
 
 
-def cumsum(x: object, axis: int | None = None, dtype: Dtype | None = None) -> Array:
+def cumsum(x: object, axis: int | None = None, dtype: D.DtypeLike | None = None) -> Array:
     """The inclusive running sum along ``axis`` (of the flattened array where
     None, as NumPy's)."""
     (a,) = _arrays("nx.cumsum", [x])
@@ -555,7 +399,8 @@ def cumsum(x: object, axis: int | None = None, dtype: Dtype | None = None) -> Ar
         a = _flat("nx.cumsum", a)
         axis = 0
     (ax,) = _axes("nx.cumsum", a, axis)
-    return call(_cumsum_spec(a.dtype, ax, dtype or a.dtype), a, name="nx.cumsum")[0]
+    result = a.dtype if dtype is None else D.resolve(dtype, "nx.cumsum")
+    return call(_cumsum_spec(a.dtype, ax, result), a, name="nx.cumsum")[0]
 
 
 @functools.lru_cache(maxsize=256)
@@ -575,13 +420,31 @@ def _flat(fn: str, a: Array) -> Array:
 
 
 def softmax(x: object, axis: int = -1) -> Array:
-    """exp(x − logsumexp(x)) along ``axis``: a Logsumexp reduction, then a map."""
+    """exp(x − m) / Σ exp(x − m) along ``axis``, m the maximum: x − m is exact
+    near the maximum, so large logits lose nothing (about an ulp at 1e4,
+    where exp(x − logsumexp(x)) loses the logits' own rounding). A Max
+    reduction, a Sum reduction of exp(x − m), then a map."""
     (a,) = _arrays("nx.softmax", [x])
     (ax,) = _axes("nx.softmax", a, axis)
-    lse = logsumexp(a, ax, keepdims=True).view(Broadcast(a.shape))
-    b = Prog.build([a.dtype, a.dtype])
-    prog = b.finish(b.exp(b.ins[0] - b.ins[1]))
-    return call(S.Map(prog, (S.PLAIN, S.PLAIN)), a, lse, name="nx.softmax")[0]
+    m = max(a, ax, keepdims=True).view(Broadcast(a.shape))
+    try:
+        shifted, quotient = _softmax_progs(a.dtype)
+    except ValueError:
+        raise InvalidArgument(f"nx.softmax: exp does not take {a.dtype.name} ({describe([a])})") from None
+    total = call(S.Reduce(shifted, (S.PLAIN, S.PLAIN), (ax,), ((S.Monoid.SUM, 0, a.dtype),)),
+                 a, m, name="nx.softmax")[0]
+    s = total.reshape([1 if i == ax else d for i, d in enumerate(a.shape)]).view(Broadcast(a.shape))
+    return call(S.Map(quotient, (S.PLAIN,) * 3), a, m, s, name="nx.softmax")[0]
+
+
+@functools.lru_cache(maxsize=32)
+def _softmax_progs(dt: Dtype) -> tuple[Prog, Prog]:
+    """exp(x − m), and exp(x − m) / s, at ``dt``."""
+    b = Prog.build([dt, dt])
+    shifted = b.finish(b.exp(b.ins[0] - b.ins[1]))
+    b = Prog.build([dt, dt, dt])
+    quotient = b.finish(b.exp(b.ins[0] - b.ins[1]) / b.ins[2])
+    return shifted, quotient
 
 
 # --------------------------------------------------------------------------
@@ -589,11 +452,30 @@ def softmax(x: object, axis: int = -1) -> Array:
 # --------------------------------------------------------------------------
 
 
+_INT64_MAX: Final = (1 << 63) - 1
+
+
 def _int64(fn: str, x: object, like: Array) -> Array:
-    a = x if isinstance(x, Array) else asarray(np.asarray(x, dtype=np.int64), device=like.device)
-    if a.dtype is not D.int64:
-        a = cast(a, D.int64)
-    return a
+    """Indices as an int64 Array, as NumPy's take checks them: integers (or
+    bools) only, never rounded from floats, and within int64; an
+    ``InvalidArgument`` naming ``fn`` otherwise."""
+    if isinstance(x, Array):
+        if not (x.dtype.is_int or x.dtype.is_bool):
+            raise InvalidArgument(f"{fn}: indices must be integers, not {describe([x])}")
+        if x.dtype is D.uint64 and x.numel and int(np.max(x.to_numpy())) > _INT64_MAX:
+            raise InvalidArgument(f"{fn}: an index is above the int64 maximum ({describe([x])})")
+        return x if x.dtype is D.int64 else cast(x, D.int64)
+    arr = np.asarray(x)
+    if arr.size == 0:
+        arr = arr.astype(np.int64)  # [] is float64 to NumPy, and holds no index
+    if arr.dtype.kind == "O" and all(isinstance(v, int) for v in arr.flat):
+        raise InvalidArgument(f"{fn}: an index is outside int64 ([{int(np.min(arr))}, {int(np.max(arr))}])")
+    if arr.dtype.kind not in "iub":
+        example = arr.reshape(-1)[0].item()
+        raise InvalidArgument(f"{fn}: indices must be integers, not {arr.dtype} (e.g. {example!r})")
+    if arr.dtype.kind == "u" and int(arr.max()) > _INT64_MAX:
+        raise InvalidArgument(f"{fn}: the index {int(arr.max())} is above the int64 maximum")
+    return asarray(arr.astype(np.int64), device=like.device)
 
 
 def take(x: object, index: object, axis: int = 0) -> Array:
@@ -662,7 +544,7 @@ def _acc_for(dt: Dtype) -> Dtype:
 
 
 def contract(subscripts: str, a: object, b: object, init: object | None = None,
-             acc: Dtype | None = None, dtype: Dtype | None = None) -> Array:
+             acc: D.DtypeLike | None = None, dtype: D.DtypeLike | None = None) -> Array:
     """An einsum-style contraction of two operands, e.g. ``"bij,bjk->bik"``:
     letters in both inputs and the output are batch axes, in both inputs only
     contracted, in one input and the output free. Computed in ``acc`` (the
@@ -689,12 +571,12 @@ def contract(subscripts: str, a: object, b: object, init: object | None = None,
     contracted = [c for c in sa if c in sb and c not in out]
     free_a = [c for c in sa if c not in sb]
     free_b = [c for c in sb if c not in sa]
-    acc_dt = acc or _acc_for(x.dtype)
+    acc_dt = _acc_for(x.dtype) if acc is None else D.resolve(acc, fn)
     sp = S.Contract(tuple((sa.index(c), sb.index(c)) for c in batch),
                     tuple((sa.index(c), sb.index(c)) for c in contracted), acc_dt,
                     init=init is not None)
     ops = [x, y] + ([_arrays(fn, [init], like=x)[0]] if init is not None else [])
-    (r,) = call(sp, *ops, dtypes=(dtype or x.dtype,), name=fn)
+    (r,) = call(sp, *ops, dtypes=(x.dtype if dtype is None else D.resolve(dtype, fn),), name=fn)
     natural = batch + free_a + free_b
     if natural == list(out):
         return r

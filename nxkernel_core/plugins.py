@@ -18,7 +18,15 @@ module or an object, holding implementations of the hooks below, marked with
 Discovery loads each plugin in its own ``try``: a plugin that fails to import,
 fails pluggy's validation, names an unknown hook, or raises in (or returns
 other than lists from) its hooks is recorded as a :class:`PluginFailure` and
-contributes nothing, and the others load as if it were absent. Two variables
+contributes nothing, and the others load as if it were absent. Any exception
+counts, ``SystemExit`` included: only ``KeyboardInterrupt`` goes through. Each
+failure is logged (``nxkernel.plugins``) and warned of once per process, as a
+:class:`PluginWarning`.
+
+The built-in plugins (``host``, ``cuda``) load first, and their plugin and
+library names (``host``, ``nx.cuda``) are theirs: another plugin declaring one
+of those plugin names, or bringing a library of one of those names, fails with
+a message naming both, and the built-in one is kept. Two variables
 choose the plugins: ``NXKERNEL_PLUGINS=a,b`` loads only those, and raises
 :class:`PluginError` where one of them fails or does not exist;
 ``NXKERNEL_DISABLE=a,b`` skips those (and wins over ``NXKERNEL_PLUGINS``).
@@ -35,12 +43,14 @@ import importlib.metadata
 import os
 import threading
 import traceback
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, final
 
 import pluggy
 
+from . import log
 from .kernel import Library, check_library, close_match
 
 if TYPE_CHECKING:
@@ -50,8 +60,10 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "PluginError",
     "PluginFailure",
+    "PluginWarning",
     "Registry",
     "Status",
+    "absent_reasons",
     "discover",
     "hookimpl",
     "hookspec",
@@ -60,6 +72,13 @@ __all__ = [
 #: The entry-point group plugins are found in.
 ENTRY_POINT_GROUP: Final = "nxkernel.libraries"
 _PROJECT: Final = "nxkernel"
+
+#: The built-in plugins, by entry-point name: the module each must load, and
+#: the library names that are theirs alone.
+BUILTIN: Final[Mapping[str, tuple[str, tuple[str, ...]]]] = {
+    "host": ("nxkernel_host.plugin", ("host",)),
+    "cuda": ("nxkernel_cuda.plugin", ("nx.cuda",)),
+}
 
 #: Marks a hook specification (in this module only).
 hookspec: Final = pluggy.HookspecMarker(_PROJECT)
@@ -127,6 +146,26 @@ class PluginFailure:
 
 class PluginError(RuntimeError):
     """A plugin that ``NXKERNEL_PLUGINS`` names failed or does not exist."""
+
+
+class PluginWarning(UserWarning):
+    """A plugin, or one of its libraries, failed and was left out."""
+
+
+_reported: set[tuple[str, str, str]] = set()
+_reported_lock: Final = threading.Lock()
+
+
+def _report(failure: PluginFailure) -> None:
+    """Warn of ``failure`` once per process (by plugin, step and reason)."""
+    key = (failure.name, failure.during, failure.reason)
+    with _reported_lock:
+        if key in _reported:
+            return
+        _reported.add(key)
+    message = (f"nxkernel plugin {failure.name!r} (from {failure.dist}) failed at {failure.during} and"
+               f" is left out: {failure.reason}")
+    warnings.warn(message, PluginWarning, stacklevel=4)  # the log has it already (_failure)
 
 
 # --------------------------------------------------------------------------
@@ -218,10 +257,13 @@ class Registry:
                 try:
                     if lib.computes_on(device):
                         found.append(lib)
-                except Exception as e:
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as e:
                     plugin = self._providers[lib.name]
-                    self._failures.append(
-                        _failure(plugin, None, e, f"computes_on({device.name})"))
+                    failure = _failure(plugin, None, e, f"computes_on({device.name})")
+                    self._failures.append(failure)
+                    _report(failure)
             libs = tuple(found)
             self._by_device[device.name] = (device, libs)
             return libs
@@ -233,6 +275,7 @@ class Registry:
 
 _registry: Registry | None = None
 _discover_lock: Final = threading.Lock()
+_log: Final = log.get("plugins")
 
 
 def discover(refresh: bool = False) -> Registry:
@@ -250,23 +293,43 @@ def discover(refresh: bool = False) -> Registry:
         return _registry
 
 
+def absent_reasons(name: str) -> list[str]:
+    """Why no device called ``name`` is open, one line per library that knows
+    (a library's optional ``absent(name)`` answers a reason or ``None``), e.g.
+    ``cuda:0: no CUDA driver is installed (library nx.cuda)``. Runs discovery
+    first, which opens the plugins' devices."""
+    registry = discover()
+    reasons = []
+    for lib in registry.libraries():
+        absent = getattr(lib, "absent", None)
+        why = absent(name) if callable(absent) else None
+        if why:
+            reasons.append(f"{name}: {why} (library {lib.name})")
+    return reasons
+
+
 def _names(variable: str) -> list[str]:
     """The comma-separated names in an environment variable, blanks dropped."""
     return [n.strip() for n in os.environ.get(variable, "").split(",") if n.strip()]
 
 
 def _failure(name: str, dist: str | None, error: BaseException, during: str) -> PluginFailure:
-    """The failure of plugin ``name`` at step ``during``, with ``error``'s traceback."""
+    """The failure of plugin ``name`` at step ``during``, with ``error``'s
+    traceback; logged as a warning (``nxkernel.plugins``)."""
     tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-    return PluginFailure(name, dist, error, tb, during)
+    failure = PluginFailure(name, dist, error, tb, during)
+    _log.warning("plugin %r (from %s) failed at %s: %s", name, dist, during, failure.reason)
+    _log.debug("the failure of plugin %r:\n%s", name, tb)
+    return failure
 
 
 def _discover() -> Registry:
     """Load the plugins the environment selects, each in its own ``try``."""
+    # The built-in plugins first, so that their names are taken by them.
     points = sorted(
-        importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name
+        importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: (not _builtin(ep), ep.name)
     )
-    available = [ep.name for ep in points]
+    available = sorted(ep.name for ep in points)
     named = _names("NXKERNEL_PLUGINS")
     disabled = set(_names("NXKERNEL_DISABLE"))
     for name in named:
@@ -282,12 +345,16 @@ def _discover() -> Registry:
     plugins: dict[str, Status] = {}
     failures: list[PluginFailure] = []
     taken: dict[str, str] = {}  # library name -> plugin name
+    values: dict[str, str] = {}  # plugin name -> what its entry point loads
     found: list[tuple[int, str, int, Library]] = []  # the caller's sort key, then the library
     for ep in points:
         if ep.name in plugins:
+            kept = "the built-in plugin" if ep.name in BUILTIN else "the plugin found first"
             failures.append(_failure(ep.name, _dist(ep), ValueError(
-                f"plugin name {ep.name!r} is declared twice"), "register"))
+                f"plugin name {ep.name!r} is declared twice: {kept} ({values[ep.name]}) is kept,"
+                f" {ep.value} (from {_dist(ep)}) is left out"), "register"))
             continue
+        values[ep.name] = ep.value
         if ep.name in disabled or (named and ep.name not in named):
             plugins[ep.name] = Status.DISABLED
             continue
@@ -305,7 +372,14 @@ def _discover() -> Registry:
             " (or add it to NXKERNEL_DISABLE)."
         ) from broken[0].error
     found.sort(key=lambda t: t[:3])
+    for failure in failures:
+        _report(failure)
     return Registry(plugins, failures, [(plugin, lib) for _, plugin, _, lib in found])
+
+
+def _builtin(ep: importlib.metadata.EntryPoint) -> bool:
+    """Whether ``ep`` is a built-in plugin: a built-in name loading its own module."""
+    return ep.name in BUILTIN and ep.value == BUILTIN[ep.name][0]
 
 
 def _dist(ep: importlib.metadata.EntryPoint) -> str | None:
@@ -354,10 +428,12 @@ def _load(
                     raise TypeError(f"{hook} returned a {type(r).__name__}, not a list")
             brought[hook] = [x for r in results for x in r]
         during = "libraries"
-        libraries = _checked_libraries(brought["nxkernel_libraries"], taken)
+        libraries = _checked_libraries(brought["nxkernel_libraries"], taken, name if _builtin(ep) else None)
         during = "nxkernel_devices"
         _register_devices(brought["nxkernel_devices"])
-    except Exception as e:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # SystemExit too: a plugin must not end the program
         # Nothing of a failed plugin stays (pluggy keeps one that failed validation
         # half registered).
         if plugin is not None and manager.get_plugin(name) is plugin:
@@ -369,16 +445,22 @@ def _load(
     return None
 
 
-def _checked_libraries(libs: list[object], taken: dict[str, str]) -> list[Library]:
+def _checked_libraries(libs: list[object], taken: dict[str, str], builtin: str | None) -> list[Library]:
     """``libs`` as libraries; a ``TypeError`` where one does not keep the
-    protocol, has a priority that is not an int, or repeats a library name
-    (``taken`` maps those of earlier plugins to their plugin)."""
+    protocol, has a priority that is not an int, repeats a library name
+    (``taken`` maps those of earlier plugins to their plugin), or takes a
+    built-in library's name (``builtin``: the built-in plugin bringing ``libs``,
+    or ``None``)."""
     checked: list[Library] = []
     for obj in libs:
         lib = check_library(obj)
         priority = getattr(lib, "priority", 0)
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise TypeError(f"library {lib.name!r} has priority {priority!r}, not an int")
+        owner = next((p for p, (_, names) in BUILTIN.items() if lib.name in names), None)
+        if owner is not None and owner != builtin:
+            raise TypeError(f"library {lib.name!r} is built in (brought by the built-in plugin {owner!r},"
+                            f" {BUILTIN[owner][0]}): no other plugin may bring it")
         if lib.name in taken:
             raise TypeError(f"library {lib.name!r} is also brought by plugin {taken[lib.name]!r}")
         if any(other.name == lib.name for other in checked):

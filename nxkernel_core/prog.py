@@ -445,7 +445,8 @@ class Prog:
     Valid means: at least one output; ``n_ins + n_outs <= MAX_OPERANDS``;
     every node refers to earlier nodes only, ``In`` to an operand, ``Coord``
     to an axis below ``MAX_RANK``; a ``Const`` has its dtype's number of
-    bytes (a sub-byte one no bit above its width); each kind takes its
+    bytes (a sub-byte one no bit above its width, a bool one the byte 0 or
+    1); each kind takes its
     operands' dtypes (``accepts``); ``Op1``'s dtype is its operand's for Copy
     and Unary; ``Op2``'s and Fma's operands share one dtype, Where's ``x`` and
     ``y`` one dtype and its condition a boolean one. Violations raise
@@ -634,6 +635,10 @@ def _check_node(i: int, node: Node, ins: tuple[Dtype, ...], dtypes: list[Dtype],
             raise _fail(f"node %{i}: a {dt.name} constant takes {_elem_bytes(dt)} bytes")
         if dt.is_sub_byte and node.bits[0] >> dt.bits:
             raise _fail(f"node %{i}: a {dt.name} constant has bits above its {dt.bits}")
+        if dt.is_bool and node.bits[0] > 1:
+            # Upstream refuses it: a computed bool is 0 or 1, and a map
+            # storing this constant would write another byte.
+            raise _fail(f"node %{i}: a {dt.name} constant is byte 0 or 1, not {node.bits[0]:#04x}")
         return dt, 0
     if isinstance(node, Op1):
         x = ref(node.x)

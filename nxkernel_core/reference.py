@@ -11,7 +11,7 @@ in float32 and round once on the store (``dtype.of_float``), which is the
 same as rounding once because float32 has more than twice their precision
 plus two bits. Fma is exact at every float dtype (float64 by integer
 arithmetic, the others by round-to-odd in float64). Neg and Abs flip and
-clear the sign bit. Sign keeps a zero's sign (``sign(-0) = -0``).
+clear the sign bit. Sign of ±0 is +0 (upstream's tests, as NumPy).
 
 Transcendentals, Pow and Atan2 compute in float64 and round once into the
 node's dtype. NumPy gives the C99 Annex F special values and a value within a
@@ -46,9 +46,15 @@ NaN to 0. A cast into the same dtype is Copy.
 Complex. Neg flips both parts' signs; Add and Sub are part by part, as
 floats. Mul is the textbook ``(ar*br - ai*bi) + i(ar*bi + ai*br)``, each
 product and sum rounded to the part's dtype without fusing, within the
-contract's 2u. Fdiv and Recip divide by NumPy's complex128 algorithm (Smith's)
-and round each part once; complex64 thus divides in float64. A NaN part of a
-Mul, Fdiv or Recip result is the canonical NaN. Maximum, Minimum and the
+contract's 2u. Fdiv and Recip divide by Smith's algorithm with NumPy's
+branches in float64, each part of the numerator divided by the scaled
+denominator (where NumPy multiplies by its reciprocal, whose overflow makes a
+spurious NaN: (0 + 2⁻⁵⁰i) / (0 − 2⁻¹⁰⁷⁴i) is (−inf, +0), upstream §3), and
+round each part once; complex64 thus divides in float64. Barring overflow and
+underflow each float64 part is within γ(7)·|x/y| of the exact quotient's
+(the denominator errs relatively by γ(3), with no cancellation; each
+numerator part by γ(3)·|x||y|/|denominator|; the division by u). A NaN part
+of a Mul, Fdiv or Recip result is the canonical NaN. Maximum, Minimum and the
 comparisons order by the real part, then the imaginary part; a number with
 a NaN part is a NaN.
 
@@ -344,7 +350,8 @@ def _unary_float(kind: Unary, dt: Dtype, x: Arr) -> Arr:
     elif kind is Unary.RECIP:
         r = one / w
     elif kind is Unary.SIGN:
-        r = np.where(w > 0, one, np.where(w < 0, -one, w))
+        # ±0 gives +0 (upstream §3); a NaN stays for the NaN rule.
+        r = np.where(w > 0, one, np.where(w < 0, -one, np.where(w == 0, w.dtype.type(0), w)))
     elif kind is Unary.FLOOR:
         r = np.floor(w)
     elif kind is Unary.CEIL:
@@ -447,13 +454,34 @@ def _fma_float(dt: Dtype, a: Arr, b: Arr, c: Arr) -> Arr:
 # --------------------------------------------------------------------------
 
 
+def _smith(ar: Arr, ai: Arr, br: Arr, bi: Arr) -> tuple[Arr, Arr]:
+    """``(ar + i ai) / (br + i bi)`` of float64 parts by Smith's algorithm with
+    NumPy's branches: the divisor scaled by its larger part (the ratio at most
+    1 in magnitude), then each part of the numerator divided by the scaled
+    denominator. Dividing, where NumPy multiplies by the denominator's
+    reciprocal, keeps a reciprocal that overflows to ±inf from making
+    ``0 · inf = NaN``: (0 + 2⁻⁵⁰i) / (0 − 2⁻¹⁰⁷⁴i) is (−inf, +0), as exactly
+    (mpmath) and upstream, not NumPy's (−inf, NaN). A zero divisor divides
+    each part by +0 (NumPy's branch)."""
+    with np.errstate(all="ignore"):
+        abr, abi = np.abs(br), np.abs(bi)
+        wide = abr >= abi  # False where a part is NaN, as C's fabs(br) >= fabs(bi)
+        rat = np.where(wide, bi / br, br / bi)
+        den = np.where(wide, br + bi * rat, br * rat + bi)
+        qr = np.where(wide, ar + ai * rat, ar * rat + ai) / den
+        qi = np.where(wide, ai - ar * rat, ai * rat - ar) / den
+        zero = (abr == 0) & (abi == 0)
+        return np.where(zero, ar / abr, qr), np.where(zero, ai / abr, qi)
+
+
 def _complex_divide(dt: Dtype, x: Arr, y: Arr) -> Arr:
-    """``x / y`` by NumPy's complex128 division, each part rounded once into
-    ``dt``'s part dtype, NaN parts canonical."""
+    """``x / y`` by ``_smith`` in float64, each part rounded once into ``dt``'s
+    part dtype (complex64 thus divides in float64), NaN parts canonical."""
     part = _part(dt)
-    q = x.astype(np.complex128) / y.astype(np.complex128)
-    re = _canonical(part, _store(part, q.real.copy()))
-    im = _canonical(part, _store(part, q.imag.copy()))
+    wx, wy = x.astype(np.complex128), y.astype(np.complex128)
+    qr, qi = _smith(wx.real, wx.imag, wy.real, wy.imag)
+    re = _canonical(part, _store(part, qr))
+    im = _canonical(part, _store(part, qi))
     return _join(re, im, dt)
 
 

@@ -10,8 +10,10 @@ once where it exceeds the device's budget; ``Lost(device, why)`` once a device
 is lost, for every later use of it or of its memory.
 
 Claims (upstream-facts §4): every buffer over one memory shares that
-memory's claim count. ``consume(buffer, why)`` makes every buffer made over
-the memory earlier *dead* and returns a fresh live one; reaching a dead
+memory's claim count. ``consume(buffer, why, claims)`` makes every buffer
+made over the memory earlier *dead* and returns a fresh live one, unless a
+claim other than the caller's ``claims`` holds the memory (then it raises
+``ValueError``, ``HELD_EXCLUSIVE``, and consumes nothing); reaching a dead
 buffer's bytes raises ``ValueError`` with the reason, and a kernel answers
 ``DEAD_BUFFER`` instead. A buffer held ``exclusive`` (a donation) refuses every
 other claim.
@@ -19,12 +21,15 @@ other claim.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ctypes
 import difflib
 import enum
 import itertools
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import TracebackType
@@ -42,17 +47,23 @@ __all__ = [
     "OutOfMemory",
     "Rig",
     "claim",
+    "claim_reads",
     "consume",
+    "default_device",
     "device",
     "devices",
     "host",
     "memory_device",
     "register",
+    "release_reads",
+    "using",
     "with_claims",
 ]
 
 #: Every allocation's first byte is aligned to this many bytes.
 ALIGNMENT: Final = 64
+#: The most bytes an allocation may ask for (an address space of 63 bits, less the alignment).
+_MAX_BYTES: Final = (1 << 63) - 1 - ALIGNMENT
 
 
 class OutOfMemory(MemoryError):
@@ -104,6 +115,18 @@ class Rig:
     def __repr__(self) -> str:
         return f"Rig({self.name!r})"
 
+    def __eq__(self, other: object) -> bool:
+        """Identity, and a device name that resolves to this device (``"cpu"``
+        for the host, ``"cuda"`` for ``cuda:0``), as the Array API's users compare."""
+        if isinstance(other, str):
+            return _alias(other) == self.name
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = object.__hash__
+
     # ---- loss -------------------------------------------------------------------
 
     @property
@@ -147,6 +170,8 @@ class Rig:
             raise ValueError(f"{self.name}: allocate: nbytes = {nbytes} is negative")
         if self._lost is not None or self._closed:
             self.check()  # raises
+        if nbytes > _MAX_BYTES:  # past any address space: no allocator is even asked
+            raise OutOfMemory(self, nbytes)
         with self._lock:
             if self.budget is not None and self._in_use + nbytes > self.budget:
                 raise OutOfMemory(self, nbytes)
@@ -214,18 +239,63 @@ def devices() -> tuple[Rig, ...]:
         return tuple(_registry.values())
 
 
+#: Names as PyTorch and JAX spell them: ``cpu`` is the host, ``cuda`` the first CUDA device.
+_ALIASES: Final = {"cpu": "host", "cuda": "cuda:0"}
+
+
+def _alias(name: str) -> str:
+    return _ALIASES.get(name, name)
+
+
 def device(name: str | Rig) -> Rig:
-    """The open device called ``name`` (a ``Rig`` is returned as it is)."""
+    """The open device called ``name`` (a ``Rig`` is returned as it is);
+    ``"cpu"`` names the host and ``"cuda"`` ``cuda:0``. A name not yet open
+    runs plugin discovery once; a device still absent is refused with each
+    library's reason (``ValueError``)."""
     if isinstance(name, Rig):
         return name
+    key = _alias(name)
+    dev = _registry.get(key)
+    if dev is not None:
+        return dev
+    from . import plugins  # discovery imports the libraries, which import this module
+
+    reasons = plugins.absent_reasons(key)
     with _registry_lock:
-        dev = _registry.get(name)
+        dev = _registry.get(key)
         names = list(_registry)
     if dev is None:
-        close = difflib.get_close_matches(name, names, n=1)
+        close = difflib.get_close_matches(key, names, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"rig.device: no device named {name!r} (open: {', '.join(names)}){hint}")
+        why = "; ".join(reasons) if reasons else f"no device named {key!r}"
+        raise ValueError(f"rig.device: {why} (open: {', '.join(names)}){hint}")
     return dev
+
+
+_default: contextvars.ContextVar[Rig | None] = contextvars.ContextVar("nxkernel_default_device",
+                                                                      default=None)
+
+
+def default_device() -> Rig:
+    """The device creation functions use where none is named: the innermost
+    ``using(...)``'s, else ``NXKERNEL_DEFAULT_DEVICE``'s (read at each call),
+    else the host."""
+    dev = _default.get()
+    if dev is not None:
+        return dev
+    name = os.environ.get("NXKERNEL_DEFAULT_DEVICE")
+    return device(name) if name else host
+
+
+@contextlib.contextmanager
+def using(dev: str | Rig) -> Iterator[Rig]:
+    """Make ``dev`` the default device inside the ``with`` block (this thread
+    and task only), as ``jax.default_device`` and ``torch.device`` do."""
+    token = _default.set(device(dev))
+    try:
+        yield _default.get() or host
+    finally:
+        _default.reset(token)
 
 
 def memory_device(name: str, budget: int | None = None) -> Rig:
@@ -264,7 +334,9 @@ class Memory:
         self.readers = 0
         self.writers = 0
         self.exclusive = False
-        self._lock = threading.Lock()
+        #: Held by every call that writes sub-byte codes here (the door takes
+        #: it): such a store rewrites whole bytes, which calls share.
+        self.store_lock: Final = threading.RLock()
 
     def __del__(self) -> None:
         try:
@@ -296,6 +368,16 @@ class Buffer:
         buf = Buffer.create(dev, int(data.size))
         buf.host_view()[:] = data.reshape(-1)
         return buf
+
+    @staticmethod
+    def adopt(data: npt.NDArray[np.uint8], dev: Rig = host, writable: bool = True) -> Buffer:
+        """A buffer over host bytes another library owns, without a copy (DLPack
+        imports): ``data`` stays referenced as long as the memory lives."""
+        n = int(data.size)
+        with dev._lock:
+            dev._in_use += n  # released by Memory.__del__, as an allocation is
+        mem = Memory(dev, n, Access.READ_WRITE if writable else Access.READ, data.reshape(-1))
+        return Buffer(mem, 0, n, mem.epoch)
 
     @property
     def device(self) -> Rig:
@@ -344,18 +426,36 @@ class Buffer:
         return hb[self.offset : self.offset + self.length]
 
 
-def consume(buf: Buffer, why: str) -> Buffer:
+def consume(buf: Buffer, why: str, claims: Claims | None = None) -> Buffer:
     """Consume ``buf``'s memory: every buffer made over it earlier is dead, for
-    ``why``; returns a fresh live buffer over the same bytes."""
+    ``why``; returns a fresh live buffer over the same bytes.
+
+    The caller's ``claims`` (upstream's ``Claim.consume c``) are the only ones
+    that may hold the memory: while any other claim holds it (a reader, a
+    writer, or an exclusive holder such as a donation running in another
+    thread), ``consume`` raises ``ValueError`` naming the contract's refusal,
+    ``HELD_EXCLUSIVE``, and consumes nothing."""
     buf.check_live("consume")
     mem = buf.memory
-    with mem._lock:
+    with _claims_lock:
+        ours = claims._counts(mem) if claims is not None else (0, 0, False)
+        readers, writers = mem.readers - ours[0], mem.writers - ours[1]
+        if mem.exclusive and not ours[2]:
+            held = "held exclusive by another claim"
+        elif readers or writers:
+            held = f"claimed by another call ({readers} read, {writers} write claims)"
+        else:
+            held = ""
+        if held:
+            raise ValueError(f"consume: HELD_EXCLUSIVE: the memory is {held}; not consumed ({why})")
+        if buf.epoch < mem.epoch:
+            buf.check_live("consume")  # consumed meanwhile: raises
         mem.consumed.append(why)
         mem.epoch += 1
         return Buffer(mem, buf.offset, buf.length, mem.epoch)
 
 
-#: Guards every memory's claim counts (readers, writers, exclusive).
+#: Guards every memory's claim counts (readers, writers, exclusive) and epochs.
 _claims_lock: Final = threading.Lock()
 
 
@@ -367,6 +467,11 @@ class Claims:
         self._read: list[Memory] = []
         self._write: list[Memory] = []
         self._exclusive: list[Memory] = []
+
+    def _counts(self, mem: Memory) -> tuple[int, int, bool]:
+        """The read and write claims these hold on ``mem``, and whether they hold it exclusive."""
+        return (sum(m is mem for m in self._read), sum(m is mem for m in self._write),
+                any(m is mem for m in self._exclusive))
 
     def exclusive(self, buf: Buffer) -> bool:
         """Whether ``buf`` is held exclusive by these claims (the caller may
@@ -404,6 +509,10 @@ def claim(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
                     b.check_live("with_claims")
         # One lock for every claim count: a call takes and leaves it once.
         with _claims_lock:
+            for group in (read, write, donate):
+                for b in group:
+                    if b.epoch < b.memory.epoch:  # consumed since the test above
+                        b.check_live("with_claims")
             for b in read:
                 mem = b.memory
                 if mem.exclusive:
@@ -425,6 +534,27 @@ def claim(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
         claims.release()
         raise
     return claims
+
+
+def claim_reads(memories: Sequence[Memory]) -> bool:
+    """Claim each memory for reading and answer True; or, where one is held
+    exclusive, claim nothing and answer False. The caller's warm path: it has
+    checked that the buffers live, and releases with ``release_reads``. Saves
+    ``claim``'s ``Claims`` object and second pass of liveness tests."""
+    with _claims_lock:
+        for m in memories:
+            if m.exclusive:
+                return False
+        for m in memories:
+            m.readers += 1
+    return True
+
+
+def release_reads(memories: Sequence[Memory]) -> None:
+    """Release the read claims ``claim_reads`` made."""
+    with _claims_lock:
+        for m in memories:
+            m.readers -= 1
 
 
 @final

@@ -29,7 +29,7 @@ from . import spec as S
 from .answer import Answer
 from .dtype import Dtype
 from .layout import MAX_RANK
-from .prog import MAX_OPERANDS
+from .prog import MAX_OPERANDS, Binary, accepts
 
 if TYPE_CHECKING:
     from .prog import Prog
@@ -49,6 +49,7 @@ __all__ = [
     "eigh",
     "fft",
     "fold",
+    "fold_refusal",
     "gather",
     "lu",
     "map",
@@ -283,6 +284,18 @@ def fold(spec: S.Fold, shapes: Sequence[Sequence[int]]) -> Shapes:
     if x != want:
         raise _Misfit(f"x {list(x)} must be {list(want)}, the padded {list(spec.shape)}")
     return _results(spec.shape)
+
+
+def fold_refusal(x: Dtype, dst: Dtype) -> Refusal | None:
+    """Whether a fold of x into dst does not fit its dtypes: WRONG_DTYPE for a
+    dst not of x's dtype, or a dtype Prog's Add does not take (bool, bit),
+    since fold adds (upstream §2: 'A dtype Prog.Add does not take answers
+    Wrong_dtype'); else None."""
+    if dst is not x:
+        return Answer.WRONG_DTYPE, f"dst is {dst.name}, x {x.name}: fold keeps x's dtype"
+    if not accepts(Binary.ADD, x):
+        return Answer.WRONG_DTYPE, f"fold adds by Prog's Add, which does not take {x.name}"
+    return None
 
 
 @_answers

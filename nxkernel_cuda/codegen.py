@@ -35,8 +35,10 @@ evaluator (``nxkernel_core.reference``) does, rounded once to the node's dtype:
 * Complex numbers (``kernels/nxk_complex.cuh``) are a pair of their part
   dtype, real part first. Neg, Add and Sub are part by part (the NaN rule per
   part); Mul is the textbook product, unfused, each product and sum rounded
-  to the part dtype; Fdiv and Recip are NumPy's complex128 division (Smith's)
-  in double, each part rounded once; a NaN part they make is canonical.
+  to the part dtype; Fdiv and Recip are Smith's division with NumPy's
+  branches in double, each numerator part divided by the scaled denominator
+  (no reciprocal, which would make (0 + 2⁻⁵⁰i) / (0 − 2⁻¹⁰⁷⁴i) a spurious
+  NaN), each part rounded once; a NaN part they make is canonical.
   Maximum, Minimum and the comparisons order by the real part, then the
   imaginary part, a number with a NaN part being a NaN. A complex number
   casts part by part into another complex dtype, as its real part into a
@@ -298,7 +300,9 @@ class _Emitter:
             elif kind is Unary.RECIP:
                 self.float_result(i, dt, f"{one} / {w}", [x])
             elif kind is Unary.SIGN:
-                self.float_result(i, dt, f"({w} > {zero} ? {one} : ({w} < {zero} ? -{one} : {w}))", [x])
+                # ±0 gives +0 (upstream §3); a NaN passes to the NaN rule.
+                self.float_result(i, dt, f"({w} > {zero} ? {one} : ({w} < {zero} ? -{one} : "
+                                         f"({w} == {zero} ? {zero} : {w})))", [x])
             else:
                 raise AssertionError(kind)
             return

@@ -30,7 +30,7 @@ from typing import Final
 
 import numpy as np
 
-from nxkernel_core import shape as SH
+from nxkernel_core import fits
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -43,8 +43,7 @@ from .build import Source, render
 from .launch import Arg
 
 __all__ = [
-    "KERNEL", "PROSE", "TEMPLATE", "declines", "loop_rank", "map", "map_code", "map_source",
-    "program_declines",
+    "KERNEL", "PROSE", "TEMPLATE", "declines", "map", "map_code", "map_source",
 ]
 
 #: The kernel's name in every map source.
@@ -133,58 +132,27 @@ PROSE: Final = (
     "CUDA kernel generated per program: results equal the reference evaluator bit for bit but for "
     "the transcendental kinds, Pow and Atan2 (float32 and narrower: computed in double and rounded "
     "once, within 1 ulp; float64: libdevice's, within 2 ulps, the C library's on cuda-emu); complex "
-    "Mul is the textbook product unfused and Fdiv and Recip NumPy's complex128 division (Smith's) "
-    "rounded once per part, as the reference. It declines nothing."
+    "Mul is the textbook product unfused and Fdiv and Recip Smith's division in float64 (each part "
+    "of the numerator divided by the scaled denominator) rounded once per part, as the reference. "
+    "It declines nothing."
 )
 
 
-def program_declines(prog: Prog, loads: Sequence[S.Load]) -> str | None:
-    """Why map (and the reductions) decline a program over these loads, or
-    None: every program is generated and every load, Plain or Padded, of
-    every dtype is read (a Padded load's descriptor holds a fill of up to 16
-    bytes, a complex128's)."""
-    return None
-
-
 def declines(call: Call) -> str | None:
-    """Why map declines ``call``, or None where it computes it."""
-    spec = call.spec
-    assert isinstance(spec, S.Map)
-    return program_declines(spec.prog, spec.loads)
-
-
-def loop_rank(loads: Sequence[S.Load], operands: Sequence[Array]) -> int:
-    """The loop's rank as the refusal rules read it: the first load's."""
-    first = loads[0] if loads else S.PLAIN
-    if isinstance(first, S.Padded):
-        return first.pad.loaded_rank
-    return operands[0].rank if operands else 0
-
-
-def _misfit(spec: S.Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit map, checked before anything."""
-    if len(operands) != len(spec.loads) or len(dsts) != spec.prog.n_outs or not operands:
-        return Answer.BAD_ARITY
-    found = SH.map_refusal(spec.prog, loop_rank(spec.loads, operands), [d.dtype for d in dsts],
-                           [a.dtype for a in operands], spec.loads)
-    if found is not None:
-        return found[0]
-    want = SH.map(spec, [a.shape for a in operands])
-    if isinstance(want, SH.Error) or any(d.shape != w for d, w in zip(dsts, want, strict=True)):
-        return Answer.SHAPE_MISMATCH
+    """Why map declines ``call``: never. Every program is generated and every
+    load, Plain or Padded, of every dtype is read (a Padded load's descriptor
+    holds a fill of up to 16 bytes, a complex128's)."""
     return None
 
 
 def map(spec: S.Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
     """``S.map``: the program at every index of the loop, output k into dsts[k]."""
-    misfit = _misfit(spec, dsts, operands)
+    misfit = fits.map_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     dev = loops.cuda_device([*dsts, *operands])
     if dev is None:
         return Answer.WRONG_DEVICE
-    if program_declines(spec.prog, spec.loads) is not None:
-        return Answer.DECLINED
     with door(dsts, operands, device=dev) as refusal:
         if refusal is not None:
             return refusal

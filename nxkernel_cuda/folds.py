@@ -18,8 +18,8 @@ Rules:
   rounding into dst (Higham, Thm. 4.1's recursive summation).
 * Operands and destinations of any layout (strided, broadcast, offset,
   reversed), read and written in place.
-* Declined (before any array is touched, as :func:`declines` says): bool and
-  bit, which Prog's Add does not take.
+* Declines nothing. bool and bit, which Prog's Add does not take, do not fit
+  (``WRONG_DTYPE``, ``shape.fold_refusal``, as the caller refuses them).
 """
 
 from __future__ import annotations
@@ -68,17 +68,10 @@ def source() -> Source:
     return file_source("fold.cu", KERNELS)
 
 
-def _reason(dt: Dtype) -> str | None:
-    """Why fold declines x of ``dt``, or None."""
-    if dt not in ELEMENTS:
-        return f"Add does not take {dt.name}, so neither does fold"
-    return None
-
-
 def declines(call: Call) -> str | None:
-    """Why ``fold`` declines ``call``, or None where it computes it (a call
-    without its operand is None here: the kernel refuses it)."""
-    return _reason(call.operands[0].dtype) if call.operands else None
+    """None: fold computes every call that fits (``ELEMENTS`` holds every dtype
+    Add takes, and the others do not fit)."""
+    return None
 
 
 def _misfit(spec: S.Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
@@ -86,8 +79,9 @@ def _misfit(spec: S.Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> A
     if len(operands) != 1 or len(dsts) != 1:
         return Answer.BAD_ARITY
     (x,), (dst,) = operands, dsts
-    if dst.dtype is not x.dtype:
-        return Answer.WRONG_DTYPE
+    misfit = SH.fold_refusal(x.dtype, dst.dtype)
+    if misfit is not None:
+        return misfit[0]
     want = SH.fold(spec, [x.shape])
     if isinstance(want, SH.Error) or dst.shape != want[0]:
         return Answer.SHAPE_MISMATCH
@@ -131,8 +125,6 @@ def fold(spec: S.Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
     dev = loops.cuda_device([*dsts, *operands])
     if dev is None or any(a.device is not dev for a in (*dsts, *operands)):
         return Answer.WRONG_DEVICE
-    if _reason(operands[0].dtype) is not None:
-        return Answer.DECLINED
     with door(dsts, operands, device=dev) as refusal:
         if refusal is not None:
             return refusal
@@ -147,8 +139,8 @@ PROSE: Final = (
     "each element of dst is +0 plus the x elements the Padded load reads from it, added one by one "
     "in C order of the taps in the carrier (float32 for float32 and narrower, float64 for float64, "
     "complex part by part, integers wrapping), by one thread with no atomics, then rounded once "
-    "into dst: the host library's bits but for NaN bits. It declines bool and bit, which Add does "
-    "not take."
+    "into dst: the host library's bits but for NaN bits. It declines nothing; bool and bit, which Add "
+    "does not take, do not fit (WRONG_DTYPE)."
 )
 
 #: The association of each fold element's sum.

@@ -46,8 +46,19 @@ from typing import TYPE_CHECKING, Final, final
 from nxkernel_core.answer import Answer
 from nxkernel_core.kernel import KERNEL_NAMES, Call, KernelStatement, Statement
 
-from . import attention, contraction, elementwise, folds, fourier, matrices, moves, reductions, statistics
-from .device import CudaRig, availability
+from . import (
+    attention,
+    contraction,
+    elementwise,
+    folds,
+    fourier,
+    matrices,
+    moves,
+    nvrtc,
+    reductions,
+    statistics,
+)
+from .device import EMULATE_VARIABLE, CudaRig, availability, emulation_requested
 
 if TYPE_CHECKING:
     from nxkernel_core.array import Array
@@ -139,10 +150,13 @@ _ALGORITHMS: Final = {
         "has an ulp bound: every complex kind gives the reference evaluator's bits on both devices. Mul "
         "is the textbook (ar·br − ai·bi) + i(ar·bi + ai·br), each product and sum rounded to the part "
         "dtype, never fused (the host library's and NumPy's formula; each part within 2u normwise); "
-        "Fdiv and Recip are NumPy's complex128 division (Smith's, with its branch for a zero divisor) "
-        "in float64, each part rounded once (complex64 thus divides in float64); a NaN part they make is "
-        "the canonical quiet NaN. Add, Sub and Neg are part by part with the float NaN rule; Maximum, "
-        "Minimum and the comparisons order by the real part, then the imaginary part."),
+        "Fdiv and Recip are Smith's division with NumPy's branches (its branch for a zero divisor "
+        "included) in float64, each part of the numerator divided by the scaled denominator, never "
+        "multiplied by its reciprocal (so (0 + 2⁻⁵⁰i) / (0 − 2⁻¹⁰⁷⁴i) is (−inf, +0), upstream's, not "
+        "NumPy's (−inf, NaN)); barring overflow and underflow each float64 part is within γ(7)·|x/y| of "
+        "the exact quotient's, then each part rounds once (complex64 thus divides in float64); a NaN part "
+        "they make is the canonical quiet NaN. Add, Sub and Neg are part by part with the float NaN "
+        "rule; Maximum, Minimum and the comparisons order by the real part, then the imaginary part."),
     **statistics.ALGORITHMS,
     **matrices.ALGORITHMS,
     "fft": fourier.ALGORITHM,
@@ -201,9 +215,32 @@ class CudaLibrary:
                 self._statement = _statement()
             return self._statement
 
+    @property
+    def unavailable(self) -> str | None:
+        """Why this process can use no CUDA GPU, in one line (``None`` where it
+        can): :func:`~nxkernel_cuda.device.availability`'s reason."""
+        ok, why = availability()
+        return None if ok else why
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Lines for ``nxkernel info``: which NVRTC compiles, and why."""
+        return (nvrtc.describe(),)
+
     def computes_on(self, device: Rig) -> bool:
         """True for ``cuda:N`` and ``cuda-emu:N``."""
         return isinstance(device, CudaRig)
+
+    def absent(self, name: str) -> str | None:
+        """Why no CUDA device called ``name`` is open, or None for a name not
+        of the form ``cuda:N`` or ``cuda-emu:N`` (read by ``rig.device``)."""
+        kind, _, index = name.partition(":")
+        if kind not in ("cuda", "cuda-emu") or not index.isdigit():
+            return None
+        if kind == "cuda-emu":
+            return None if emulation_requested() else f"emulation is off (set {EMULATE_VARIABLE}=1)"
+        ok, why = availability()
+        return why if not ok else "no such GPU here"
 
     def declines(self, call: Call) -> str | None:
         """Why this library declines ``call``, or None."""

@@ -28,9 +28,10 @@ Rules:
 * A matrix that fails gives NaN in every result of its own and in no other
   matrix's; nothing raises: cholesky where its read triangle is not finite or a
   pivot is not > 0; qr, svd and eigh where a read element is not finite, a
-  result is not finite, or Jacobi has not converged in 60 sweeps. lu and
-  solve_triangular compute what the arithmetic gives (NaN and infinities flow
-  through), as the host library's do.
+  result is not finite, or Jacobi has not converged in 60 sweeps;
+  solve_triangular where its read diagonal has a zero (singular). Otherwise lu
+  and solve_triangular compute what the arithmetic gives (NaN and infinities
+  flow through), as the host library's do.
 * Bounds: :data:`ALGORITHMS`; the choices the contract leaves open:
   :data:`OPEN_CHOICES`.
 """
@@ -239,7 +240,8 @@ def solve_triangular(spec: S.SolveTriangular, dsts: Sequence[Array],
     """x with op(a) x = b for each pair of matrices, by substitution: a's lower
     (else upper) triangle read, op the transpose where asked, a's diagonal read
     as ones where ``unit_diagonal``; the transpose, never the conjugate
-    transpose. x may be b itself."""
+    transpose; NaN in the whole x of a matrix with a zero on its read
+    diagonal. x may be b itself."""
 
     def go(dev: CudaRig) -> None:
         (a, b), (x,) = operands, dsts
@@ -382,7 +384,9 @@ ALGORITHMS: Final = {
                         "in the parts' dtype, within γ(7) of the exact one (its denominator errs "
                         "relatively by γ(3), with no cancellation; its numerator by γ(3) in modulus, "
                         "the ratio being at most 1; each part's division by u). A unit diagonal is "
-                        "not divided by; a zero diagonal gives infinities or NaN, never an error.",
+                        "not divided by. A zero on the read diagonal (singular T; not with "
+                        "unit_diagonal) makes that matrix's x all NaN, and no other's; otherwise NaN "
+                        "and infinities flow through the arithmetic.",
     "eig": "none: nx.cuda declines eig.",
 }
 
@@ -406,6 +410,14 @@ OPEN_CHOICES: Final = {
                     "equal eigenvalues keep the order of their diagonal positions.",
     "empty matrices": "k = 0: complete q, u and vh are identity matrices; reduced ones and s are "
                       "empty.",
+    "cholesky triangle": "upper=False reads a's lower triangle alone and gives L (A = LLᴴ), "
+                         "upper=True its upper triangle alone and gives U (A = UᴴU), as LAPACK's "
+                         "?potrf and NumPy (upstream reads the lower one in both modes); the "
+                         "other triangle is never read and is zero in the factor.",
+    "eigh eigenvalues": "real, in the parts' dtype: float32 for complex64 and float32, float64 "
+                        "for complex128 and float64 (as NumPy and the Array API; a Hermitian "
+                        "matrix's eigenvalues are real; upstream gives complex64 with +0 "
+                        "imaginary parts), ascending; eigh reads a's lower triangle alone.",
     "solve_triangular transpose": "transpose solves aᵀx = b, not the conjugate transpose.",
     "lu zero pivot": "a zero pivot leaves its column's multipliers as they are, as LAPACK's getrf; "
                      "a NaN pivot makes them NaN.",

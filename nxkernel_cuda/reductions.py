@@ -59,6 +59,7 @@ from typing import Final
 import numpy as np
 
 from nxkernel_core import dtype as D
+from nxkernel_core import fits
 from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
@@ -71,8 +72,6 @@ from nxkernel_core.prog import Prog
 from . import loops, plans, statistics, term_walks, terms
 from .build import Source, file_source
 from .device import CudaRig
-from .elementwise import loop_rank
-from .elementwise import program_declines as _program_decline
 
 __all__ = [
     "REDUCE_PROSE",
@@ -219,11 +218,11 @@ def _complex_decline(spec: S.Reduce) -> str | None:
 
 
 def _reduce_decline(spec: S.Reduce) -> str | None:
-    return _program_decline(spec.prog, spec.loads) or _complex_decline(spec)
+    return _complex_decline(spec)
 
 
 def _scan_decline(spec: S.Scan) -> str | None:
-    return statistics.declines_scan(spec) or _program_decline(spec.prog, spec.loads)
+    return statistics.declines_scan(spec)
 
 
 def declines_reduce(call: Call) -> str | None:
@@ -240,25 +239,12 @@ def declines_scan(call: Call) -> str | None:
     return _scan_decline(spec)
 
 
-def _reduce_misfit(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    if len(operands) != len(spec.loads) or len(dsts) != spec.n_results() or not operands:
-        return Answer.BAD_ARITY
-    found = SH.reduce_refusal(spec.prog, loop_rank(spec.loads, operands), spec.reductions,
-                              [d.dtype for d in dsts], [a.dtype for a in operands], spec.loads)
-    if found is not None:
-        return found[0]
-    want = SH.reduce(spec, [a.shape for a in operands])
-    if isinstance(want, SH.Error) or any(d.shape != w for d, w in zip(dsts, want, strict=True)):
-        return Answer.SHAPE_MISMATCH
-    return None
-
-
 def _scan_misfit(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
     if (len(operands) != spec.n_operands() or len(dsts) != spec.n_results()
             or len(operands) == spec.carry):
         return Answer.BAD_ARITY
     loads_ops = operands[spec.carry:]
-    found = SH.scan_refusal(spec.prog, loop_rank(spec.loads, loads_ops), spec.reduction, spec.output,
+    found = SH.scan_refusal(spec.prog, fits.loop_rank(spec.loads, loads_ops), spec.reduction, spec.output,
                             [d.dtype for d in dsts], operands[0].dtype if spec.carry else None,
                             [a.dtype for a in loads_ops], spec.loads)
     if found is not None:
@@ -276,7 +262,7 @@ def reduce(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array], *,
     """``S.reduce``: each reduction of ``spec.reductions`` over ``spec.axes`` of
     its program output, into the destinations in order. ``threads`` and
     ``group_chunks`` choose the lane plan (:func:`~nxkernel_cuda.plans.lane_plan`; tests only)."""
-    misfit = _reduce_misfit(spec, dsts, operands)
+    misfit = fits.reduce_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     dev = loops.cuda_device([*dsts, *operands])

@@ -11,6 +11,7 @@ nothing.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -23,11 +24,12 @@ from nxkernel_core.array import Array
 from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, KernelStatement
+from nxkernel_core.layout import Layout
 from nxkernel_core.shape import Shape
 from nxkernel_core.spec import Map, Plain
 
 from . import program, views
-from .family import Family
+from .family import Family, Hook
 from .loads import load
 
 __all__ = ["FAMILY", "map_"]
@@ -71,29 +73,72 @@ def map_(spec: Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
     with door(dsts, operands, need_host=True) as claimed:
         if claimed is not None:
             return claimed
-        if dsts[0].numel == 0:
-            return Answer.DONE
-        # A Plain operand has the loop's shape (_misfit checked it): its view.
-        inputs = [views.read(a) if isinstance(ld, Plain) else load(a, ld, loop)
-                  for a, ld in zip(operands, spec.loads, strict=True)]
-        targets: list[npt.NDArray[Any]] = []
-        packed: list[tuple[Array, npt.NDArray[Any]]] = []
-        for d in dsts:
-            view = views.target(d)
-            if view is None:
-                # A sub-byte destination is packed once, after every box.
-                view = np.empty(loop, dtype=d.dtype.numpy_dtype)
-                packed.append((d, view))
-            targets.append(view)
         alias = False
         for d in dsts:
             for a, ld in zip(operands, spec.loads, strict=True):
                 if isinstance(ld, Plain) and d.identical(a):
                     alias = True
-        program.map_into(program.compile(spec.prog), inputs, loop, targets, alias)
-        for d, values in packed:
-            views.store(d, values)
+        _compute(spec, dsts, operands, program.compile(spec.prog), loop, alias)
     return Answer.DONE
+
+
+def _compute(spec: Map, dsts: Sequence[Array], operands: Sequence[Array], ev: program.Evaluator,
+             loop: Shape, alias: bool) -> None:
+    """``map_``'s body, the door passed: ``ev`` (``spec.prog`` compiled) over
+    ``loop``; ``alias`` says a destination is identical to a Plain operand."""
+    if dsts[0].numel == 0:
+        return
+    # A Plain operand has the loop's shape (_misfit checked it): its view.
+    inputs = [views.read(a) if isinstance(ld, Plain) else load(a, ld, loop)
+              for a, ld in zip(operands, spec.loads, strict=True)]
+    targets: list[npt.NDArray[Any]] = []
+    packed: list[tuple[Array, npt.NDArray[Any]]] = []
+    for d in dsts:
+        view = views.target(d)
+        if view is None:
+            # A sub-byte destination is packed once, after every box.
+            view = np.empty(loop, dtype=d.dtype.numpy_dtype)
+            packed.append((d, view))
+        targets.append(view)
+    program.map_into(ev, inputs, loop, targets, alias)
+    for d, values in packed:
+        views.store(d, values)
+
+
+def prepare(spec: Map, dsts: tuple[tuple[Dtype, Layout], ...],
+            operands: tuple[tuple[Dtype, Layout], ...]) -> Hook | None:
+    """``map_`` prepared for one signature (the caller's warm path): its fit
+    checked and its program compiled once; fresh destinations alias nothing."""
+    refusal, loop = _misfit(spec, tuple([lay.shape for _, lay in operands]),
+                            tuple([lay.shape for _, lay in dsts]), tuple([dt for dt, _ in dsts]),
+                            tuple([dt for dt, _ in operands]))
+    if refusal is not None:
+        return None
+    ev = program.compile(spec.prog)
+    n = math.prod(loop)
+    if (0 < n <= ev.box and all(isinstance(ld, Plain) for ld in spec.loads)
+            and not any(dt.is_sub_byte for dt, _ in (*dsts, *operands))):
+        # One box of byte-wide Plain operands (the small call): the operands'
+        # views and the fresh destinations' bytes viewed straight, then one
+        # box on this thread; saves ``_compute``'s and ``map_into``'s steps.
+        types = [dt.numpy_dtype for dt, _ in dsts]
+        flat = len(loop) == 1  # a fresh destination's bytes viewed are already of its shape
+        reads = [views.reader(dt, lay) for dt, lay in operands]
+
+        def small(sp: Map, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+            targets = []
+            for d, t in zip(ds, types, strict=True):
+                hb = d.buffer.memory.host_bytes
+                assert hb is not None  # a fresh host destination
+                targets.append(hb.view(t) if flat else hb.view(t).reshape(loop))
+            program.box_into(ev, [r(a) for r, a in zip(reads, ops, strict=True)], loop, targets)
+
+        return small
+
+    def hook(sp: Map, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        _compute(sp, ds, ops, ev, loop, False)
+
+    return hook
 
 
 def _declines(call: Call) -> str | None:
@@ -128,10 +173,17 @@ ALGORITHMS: Final = {
     "map float64 ulps": _ulps_prose("float64"),
     "map float32 ulps": _ulps_prose("float32") + " float16, bfloat16 and float8/float4 "
     "compute the same float64 value and round it once into their format, within 1 ulp.",
+    "complex kinds": "the reference's bits but for NaN parts' bits: Mul the textbook product, "
+    "unfused (each part within 2u normwise); Fdiv and Recip Smith's division with NumPy's "
+    "branches in float64, each part of the numerator divided by the scaled denominator, never "
+    "multiplied by its reciprocal (so (0 + 2⁻⁵⁰i) / (0 − 2⁻¹⁰⁷⁴i) is (−inf, +0), upstream's, not "
+    "NumPy's (−inf, NaN)): barring overflow and underflow each float64 part within γ(7)·|x/y| of "
+    "the exact quotient's, then rounded once into the part dtype (complex64 divides in float64).",
 }
 
 FAMILY: Final = Family(
     kernels={"map": map_},
     statements={"map": STATEMENT},
     algorithms=ALGORITHMS,
+    prepared={"map": prepare},
 )

@@ -16,9 +16,19 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import KernelStatement
+from nxkernel_core.layout import Layout
 
 #: A kernel: its spec, then its destinations, then its operands.
 Kernel = Callable[[Any, Sequence[Array], Sequence[Array]], Answer]
+
+#: A prepared kernel (the caller's ``Hook``): computes a call that fits into
+#: fresh C-contiguous destinations while the caller holds the claims.
+Hook = Callable[[Any, Sequence[Array], Sequence[Array]], None]
+
+#: Prepares a kernel for one signature: the spec, the destinations' and the
+#: operands' (dtype, layout) pairs; a ``Hook`` where the call fits, else None.
+Prepare = Callable[[Any, tuple[tuple[Dtype, Layout], ...], tuple[tuple[Dtype, Layout], ...]],
+                   Hook | None]
 
 
 @final
@@ -33,6 +43,8 @@ class Family:
     open_choices: Mapping[str, str] = field(default_factory=dict)
     #: e(K, accumulator dtype), stated by the family that computes contractions.
     error_factor: Callable[[int, Dtype], float] | None = None
+    #: The kernels the caller's warm path may call prepared (see ``Prepare``).
+    prepared: Mapping[str, Prepare] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if set(self.kernels) != set(self.statements):
@@ -40,3 +52,5 @@ class Family:
                 f"Family: kernels {sorted(self.kernels)} and statements "
                 f"{sorted(self.statements)} differ"
             )
+        if not set(self.prepared) <= set(self.kernels):
+            raise ValueError(f"Family: prepared kernels {sorted(self.prepared)} are not all kernels")

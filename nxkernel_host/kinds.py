@@ -13,7 +13,7 @@ are tested against bit for bit:
   less, NaN to +0 in float4_e2m1fn), the integer kinds (wrapping; Idiv and
   Mod by 0, the signed minimum by -1, Recip, Pow with a negative exponent),
   Threefry-2x32-20, and the complex kinds the reference fixes (Add, Sub,
-  textbook Mul, Fdiv and Recip by NumPy's complex128 division, Maximum,
+  textbook Mul, Fdiv and Recip by Smith's complex128 division, Maximum,
   Minimum, the comparisons). Only a NaN result's sign and payload may differ
   from the reference's (the contract leaves them to the library), and a NaN
   is signalling only where an operand is one.
@@ -289,9 +289,9 @@ def _native(dt: Dtype) -> bool:
 
 
 def _sign(w: Arr) -> Arr:
-    """-1, +1, or the operand itself for ±0 and NaN."""
+    """-1, +1, +0 for ±0 (upstream §3, as NumPy), or the NaN operand itself."""
     one = w.dtype.type(1)
-    return np.where(w > 0, one, np.where(w < 0, -one, w))
+    return np.where(w > 0, one, np.where(w < 0, -one, np.where(w == 0, w.dtype.type(0), w)))
 
 
 def _round_half_away(w: Arr) -> Arr:
@@ -545,8 +545,25 @@ def _join(re: Arr, im: Arr, dt: Dtype, out: Arr | None) -> Arr:
 
 
 def _complex_divide(dt: Dtype, x: Arr, y: Arr, out: Arr | None) -> Arr:
-    """``x / y`` by NumPy's complex128 division, each part rounded once."""
-    q = np.divide(np.asarray(x).astype(_C128), np.asarray(y).astype(_C128))
+    """``x / y`` in complex128 by Smith's algorithm with NumPy's branches, each
+    numerator part divided by the scaled denominator (NumPy multiplies by its
+    reciprocal, which makes (0 + 2⁻⁵⁰i) / (0 − 2⁻¹⁰⁷⁴i) a spurious
+    (−inf, NaN); the reference's (−inf, +0) is upstream's), each part
+    rounded once into ``dt``."""
+    wx, wy = np.asarray(x).astype(_C128), np.asarray(y).astype(_C128)
+    ar, ai, br, bi = wx.real, wx.imag, wy.real, wy.imag
+    q = np.empty(np.broadcast_shapes(wx.shape, wy.shape), _C128)
+    with np.errstate(all="ignore"):
+        wide = np.abs(br) >= np.abs(bi)  # the real part is the larger (False for NaN)
+        rat = np.where(wide, bi / br, br / bi)
+        den = np.where(wide, br + bi * rat, br * rat + bi)
+        q.real = np.where(wide, ar + ai * rat, ar * rat + ai) / den
+        q.imag = np.where(wide, ai - ar * rat, ai * rat - ar) / den
+        # A zero divisor: each part over +0, NumPy's branch.
+        zero = (br == 0) & (bi == 0)
+        if zero.any():
+            q.real = np.where(zero, ar / np.abs(br), q.real)
+            q.imag = np.where(zero, ai / np.abs(br), q.imag)
     return _finish(out, q if dt is D.complex128 else q.astype(np.complex64))
 
 

@@ -17,9 +17,10 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import KERNEL_NAMES, Call, KernelStatement, Statement, gamma, unit_roundoff
+from nxkernel_core.layout import Layout
 from nxkernel_core.rig import Rig
 
-from .family import Family, Kernel
+from .family import Family, Hook, Kernel, Prepare
 
 #: The family modules, in the order their statements are listed.
 FAMILIES: Final = ("elementwise", "reductions", "moves", "contraction", "fourier", "matrices",
@@ -62,6 +63,7 @@ class HostLibrary:
         association: dict[str, str] = {}
         algorithms: dict[str, str] = {}
         open_choices: dict[str, str] = {}
+        prepared: dict[str, Prepare] = {}
         error_factor: Callable[[int, Dtype], float] = _ceiling
         for fam in _load_families():
             kernels.update(fam.kernels)
@@ -69,12 +71,13 @@ class HostLibrary:
             association.update(fam.association)
             algorithms.update(fam.algorithms)
             open_choices.update(fam.open_choices)
+            prepared.update(fam.prepared)
             if fam.error_factor is not None:
                 error_factor = fam.error_factor
         for k in KERNEL_NAMES:
             if k not in kernels:
                 kernels[k], statements[k] = _declines_everything(k)
-        self._kernels: Final = kernels
+        self._prepared: Final = prepared
         self.statement: Final = Statement(
             library=NAME,
             summary="computes on host memory (every device that shares it) with NumPy and "
@@ -98,6 +101,15 @@ class HostLibrary:
         directly. A device another library emulates on host memory (the CUDA
         library's ``cuda-emu``) is left to that library."""
         return device.shares_host_memory and device.model in ("host", "memory")
+
+    def prepare(self, spec: Any, dsts: tuple[tuple[Dtype, Layout], ...],
+                operands: tuple[tuple[Dtype, Layout], ...], device: Rig) -> Hook | None:
+        """The caller's hook for calls of this signature (the spec, the fresh
+        destinations' and the operands' dtypes and layouts, on ``device``):
+        a kernel body that computes a call that fits, the door passed; None
+        where the kernel has no prepared form or the call does not fit."""
+        prep = self._prepared.get(spec.kernel)
+        return None if prep is None else prep(spec, dsts, operands)
 
     def declines(self, call: Call) -> str | None:
         """Why this library declines ``call``, or ``None``."""

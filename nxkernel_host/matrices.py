@@ -5,9 +5,10 @@ float32, float64, complex64 and complex128 (the dtypes ``full_precision``
 names), in that precision; other dtypes answer ``WRONG_DTYPE``. Each matrix
 is copied into a Fortran-ordered array first, so its layout never reaches
 LAPACK. A matrix that fails, whose read elements hold an infinity or a NaN
-(checked first, for the routines LAPACK runs), or that LAPACK reports it
-cannot factor (``info != 0``: not positive definite, no convergence), gives
-NaN in every result of its own, and in no other matrix's; no routine raises.
+(checked first, for the routines LAPACK runs), that LAPACK reports it
+cannot factor (``info != 0``: not positive definite, no convergence), or, for
+solve_triangular, with a zero on its read diagonal, gives NaN in every result
+of its own, and in no other matrix's; no routine raises.
 
 lu is this module's own (Numba, serial): partial pivoting choosing the first
 row of greatest magnitude, the rule the contract states. The others call the
@@ -340,7 +341,8 @@ def solve_triangular(spec: S.SolveTriangular, dsts: Sequence[Array],
                      operands: Sequence[Array]) -> Answer:
     """x with op(a) x = b for each pair of matrices: a's lower (else upper)
     triangle read, op the transpose (not the conjugate transpose) where asked,
-    a's diagonal read as ones where ``unit_diagonal``."""
+    a's diagonal read as ones where ``unit_diagonal``; NaN in the whole x of a
+    matrix with a zero on its read diagonal (singular), and no other's."""
 
     def compute(mats: list[NDArray]) -> list[NDArray]:
         a, b = mats
@@ -348,6 +350,9 @@ def solve_triangular(spec: S.SolveTriangular, dsts: Sequence[Array],
         if x.size == 0:
             return [x]
         for t in range(a.shape[0]):
+            if not spec.unit_diagonal and not np.diagonal(a[t]).all():
+                x[t] = np.nan  # singular: a zero on the read diagonal fails the matrix
+                continue
             x[t] = lapack.trsm(a[t], b[t], spec.lower, spec.transpose, spec.unit_diagonal)
         return [x]
 
@@ -398,8 +403,9 @@ FAMILY: Final = Family(
                "converge.",
         "solve_triangular": "BLAS ?trsm (the routines' instance): each column solves (T + ΔT)x̂ = b with "
                             "|ΔT| ≤ γ(n + 1)|T| (Higham Thm 8.5; one more rounding for the "
-                            "diagonal's reciprocal); a zero diagonal gives infinities or NaN, "
-                            "never an error.",
+                            "diagonal's reciprocal). A zero on the read diagonal (singular T; "
+                            "not with unit_diagonal) makes that matrix's x all NaN, and no "
+                            "other's; otherwise NaN and infinities flow through the arithmetic.",
     },
     open_choices={
         "LAPACK": "every LAPACK and BLAS call runs on the library's own OpenBLAS instance "
@@ -419,6 +425,14 @@ FAMILY: Final = Family(
         "eigh vectors": "as ?syevd/?heevd return them, no sign or phase normalisation.",
         "empty matrices": "k = 0: complete q, u and vh are identity matrices; reduced ones "
                           "and s are empty.",
+        "cholesky triangle": "upper=False reads a's lower triangle alone and gives L (A = LLᴴ), "
+                             "upper=True its upper triangle alone and gives U (A = UᴴU), as LAPACK's "
+                             "?potrf and NumPy (upstream reads the lower one in both modes); the "
+                             "other triangle is never read and is zero in the factor.",
+        "eigh eigenvalues": "real, in the parts' dtype: float32 for complex64 and float32, float64 "
+                            "for complex128 and float64 (as NumPy and the Array API; a Hermitian "
+                            "matrix's eigenvalues are real; upstream gives complex64 with +0 "
+                            "imaginary parts), ascending; eigh reads a's lower triangle alone.",
         "solve_triangular transpose": "transpose solves aᵀx = b, not the conjugate transpose.",
         "lu zero pivot": "a zero pivot leaves its column's multipliers as they are (zeros), "
                          "as LAPACK's getrf; a NaN pivot makes them NaN.",

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nxkernel_core import dtype as D
-from nxkernel_core import shape as Shape
+from nxkernel_core import fits
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -87,11 +87,39 @@ def _written(dst: Array) -> Iterator[list[NDArray]]:
     the block ends."""
     view = target(dst)
     if view is not None:
-        yield _bits(view)
+        parts = _bits(view)
+        flat = [p if _reshapes(p) else np.ascontiguousarray(p) for p in parts]
+        yield flat
+        for part, done in zip(parts, flat, strict=True):
+            if done is not part:  # a scratch: its bits go into dst
+                part[...] = done
         return
     codes = np.zeros(dst.shape, np.uint8)
     yield [codes]
     store(dst, codes.view(dst.dtype.numpy_dtype))
+
+
+def _reshapes(a: NDArray) -> bool:
+    """Whether ``a`` reshapes to any shape of its size without a copy (it flattens
+    so): a destination that does not is written through a C-ordered scratch."""
+    try:
+        np.reshape(a, (a.size,), copy=False)
+    except ValueError:
+        return False
+    return True
+
+
+@contextmanager
+def _c_ordered(a: NDArray) -> Iterator[NDArray]:
+    """Destination ``a`` itself where it reshapes without a copy, else a
+    C-ordered copy of it whose bits go into ``a`` when the block ends (not
+    where it raises)."""
+    if _reshapes(a):
+        yield a
+        return
+    scratch = np.ascontiguousarray(a)
+    yield scratch
+    a[...] = scratch
 
 
 def _frozen(a: NDArray) -> NDArray:
@@ -514,21 +542,6 @@ def _numbering_loop(keys1: NDArray, keys2: NDArray, x1: NDArray, x2: NDArray, ri
 # --------------------------------------------------------------------------
 
 
-def _misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array],
-            dtypes_fit: Callable[[], bool]) -> Answer | None:
-    """The refusal for a call that does not fit, or ``None``: counts
-    (``BAD_ARITY``), then dtypes (``WRONG_DTYPE``), then the operands' and
-    destinations' shapes as Shape states them (``SHAPE_MISMATCH``)."""
-    if len(dsts) != spec.n_results() or len(operands) != spec.n_operands():
-        return Answer.BAD_ARITY
-    if not dtypes_fit():
-        return Answer.WRONG_DTYPE
-    shapes = getattr(Shape, spec.kernel)(spec, [o.shape for o in operands])
-    if isinstance(shapes, Shape.Error) or tuple(d.shape for d in dsts) != shapes:
-        return Answer.SHAPE_MISMATCH
-    return None
-
-
 def _computes_all(call: Call) -> str | None:
     """The moves decline no case."""
     return None
@@ -542,8 +555,7 @@ def _computes_all(call: Call) -> str | None:
 def gather(spec: S.Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
     """``dst[i] = x[i with index[i] along axis]``; a position outside [0, d) reads
     zero bits. Operands: index (int64), x."""
-    misfit = _misfit(spec, dsts, operands, lambda: operands[0].dtype is D.int64
-                     and dsts[0].dtype is operands[1].dtype)
+    misfit = fits.move_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (dst,), (index, x) = dsts, operands
@@ -562,8 +574,7 @@ def range_gather(spec: S.RangeGather, dsts: Sequence[Array], operands: Sequence[
     """``dst[…, i, j, …] = x[…, starts[…, i, …] + j, …]`` with j in [0, run) on the
     axis inserted after ``axis``; a position outside [0, d) reads zero bits.
     Operands: starts (int64), x."""
-    misfit = _misfit(spec, dsts, operands, lambda: operands[0].dtype is D.int64
-                     and dsts[0].dtype is operands[1].dtype)
+    misfit = fits.move_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (dst,), (starts, x) = dsts, operands
@@ -585,15 +596,6 @@ def range_gather(spec: S.RangeGather, dsts: Sequence[Array], operands: Sequence[
 # --------------------------------------------------------------------------
 
 
-def _scatter_dtypes_fit(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -> bool:
-    into, index, updates = operands
-    dt = dsts[0].dtype
-    if into.dtype is not dt or updates.dtype is not dt or index.dtype is not D.int64:
-        return False
-    # Add takes the dtypes Prog's Add takes: every dtype but the booleans.
-    return not (spec.combine is S.Combine.ADD and dt.kind is Kind.BOOLEAN)
-
-
 def scatter(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
     """``dst`` is ``into`` with each update combined, in C order of the updates, at
     the position ``index`` holds along ``axis``; an update outside [0, d) is
@@ -607,7 +609,7 @@ def scatter(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -
     duplicates still combine in C order. Operands: into, index (int64), updates;
     into may be identical to dst.
     """
-    misfit = _misfit(spec, dsts, operands, lambda: _scatter_dtypes_fit(spec, dsts, operands))
+    misfit = fits.move_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (dst,), (into, index, updates) = dsts, operands
@@ -642,7 +644,10 @@ def _scatter_add(axis: int, dt: Dtype, dst: Array, outs: list[NDArray], idx: NDA
     if dt.kind is Kind.FLOAT or dt.kind is Kind.COMPLEX:
         view = target(dst)
         assert view is not None
-        sums, terms = _parts(view), _parts(read(updates))
+        # The parts' values over the bits being written (a scratch's, where dst
+        # does not reshape without a copy).
+        sums = [o.view(p.dtype) for o, p in zip(outs, _parts(view), strict=True)]
+        terms = _parts(read(updates))
     else:
         sums, terms = outs, _bits(read(updates))
     for out, upd in zip(sums, terms, strict=True):
@@ -764,8 +769,7 @@ def sort(spec: S.Sort, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
     a NaN; integers by value; false < true). ``descending`` reverses the order,
     equal elements keeping increasing positions; ``k`` keeps the first k.
     Destinations: values (x's bits) and positions (int64). Operand: x."""
-    misfit = _misfit(spec, dsts, operands, lambda: dsts[0].dtype is operands[0].dtype
-                     and dsts[1].dtype is D.int64)
+    misfit = fits.move_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (values, positions), (x,) = dsts, operands
@@ -812,8 +816,7 @@ def numbering(spec: S.Numbering, dsts: Sequence[Array], operands: Sequence[Array
     batch row below it (LEFT) or not above it (RIGHT) in sort's total order (−0
     below +0, NaN above all, NaNs equal), by binary search: the keys are
     promised ascending in that order. Destination: int64."""
-    misfit = _misfit(spec, dsts, operands, lambda: dsts[0].dtype is D.int64
-                     and operands[0].dtype is operands[1].dtype)
+    misfit = fits.move_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (dst,), (keys, x) = dsts, operands
@@ -823,10 +826,11 @@ def numbering(spec: S.Numbering, dsts: Sequence[Array], operands: Sequence[Array
             return refusal
         k1, k2 = _key_pair(keys.dtype, read(keys), last)
         x1, x2 = _key_pair(x.dtype, read(x), last)
-        out = target(dst)
-        assert out is not None
-        _numbering_loop(k1[..., 0], k2[..., 0], x1[..., 0], x2[..., 0],
-                        spec.side is S.Side.RIGHT, _split_out(out, last)[..., 0])
+        view = target(dst)
+        assert view is not None
+        with _c_ordered(view) as out:
+            _numbering_loop(k1[..., 0], k2[..., 0], x1[..., 0], x2[..., 0],
+                            spec.side is S.Side.RIGHT, _split_out(out, last)[..., 0])
     return Answer.DONE
 
 
@@ -855,8 +859,7 @@ def assemble(spec: S.Assemble, dsts: Sequence[Array], operands: Sequence[Array])
     region holds it, and the fill's bits where none does. Operands: one piece
     per region; the first may be identical to dst where its region is the
     whole result."""
-    misfit = _misfit(spec, dsts, operands, lambda: S.fill_fits(spec.fill, dsts[0].dtype)
-                     and all(p.dtype is dsts[0].dtype for p in operands))
+    misfit = fits.move_misfit(spec, dsts, operands)
     if misfit is not None:
         return misfit
     (dst,) = dsts

@@ -55,9 +55,11 @@ __all__ = [
     "ULPS",
     "Evaluator",
     "Scratch",
+    "box_into",
     "boxes",
     "compile",
     "map_into",
+    "quiet",
     "threads",
 ]
 
@@ -72,6 +74,38 @@ CHUNK_BYTES: Final = 1 << 18
 #: The fewest elements a loop spreads over threads: below it, starting a
 #: thread's work costs more than it saves.
 PARALLEL_MIN: Final = 1 << 18
+
+
+try:
+    from numpy._core._multiarray_umath import _make_extobj  # type: ignore[import-not-found]
+    from numpy._core._ufunc_config import _extobj_contextvar  # type: ignore[attr-defined]
+except ImportError:  # another NumPy: np.errstate, the public way
+    _IGNORE: object = None
+else:
+    _IGNORE = _make_extobj(all="ignore")
+
+
+@final
+class _Quiet:
+    """NumPy's floating-point errors ignored for the body of a ``with``, as
+    ``np.errstate(all="ignore")``: NumPy's own error-state variable set to a
+    state made once. ``np.errstate`` makes its state anew on each entry, several
+    microseconds, more than a small box computes."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _extobj_contextvar.set(_IGNORE)
+
+    def __exit__(self, *exc: object) -> None:
+        _extobj_contextvar.reset(self._token)
+
+
+def quiet() -> contextlib.AbstractContextManager[None]:
+    """A context ignoring NumPy's floating-point errors (see ``_Quiet``)."""
+    if _IGNORE is None:
+        return np.errstate(all="ignore")
+    return _Quiet()
 
 
 
@@ -122,7 +156,8 @@ class Evaluator:
     ``ev.run(...)`` to evaluate into scratch buffers and destinations.
     """
 
-    __slots__ = ("_consts", "_coords", "_in_rooted", "_ins", "_steps", "box", "first", "prog")
+    __slots__ = ("_consts", "_coords", "_in_rooted", "_ins", "_steps", "box", "first", "prog",
+                 "single")
 
     def __init__(self, prog: Prog) -> None:
         self.prog: Final = prog
@@ -202,6 +237,21 @@ class Evaluator:
         self._in_rooted: Final = tuple(isinstance(prog.nodes[root[i]], In) for i in range(n))
         #: Each output node's first output position: where its value is computed.
         self.first: Final = tuple((o, k) for k, o in reversed(list(enumerate(prog.outs))))
+        #: A program of one output computed by one step from operands alone
+        #: (``a + b``, ``exp(x)``, a cast): that step's implementation and the
+        #: operands it reads, else None. ``box_into`` then calls it straight.
+        self.single: Final = self._single(prog)
+
+    def _single(self, prog: Prog) -> tuple[Impl, tuple[int, ...]] | None:
+        steps = self._steps
+        if len(steps) != 1 or len(prog.outs) != 1 or self._coords:
+            return None
+        st = steps[0]
+        ins = dict(self._ins)
+        if (st.node != prog.outs[0] or not st.pooled or st.truth
+                or any(a not in ins for a in st.args)):
+            return None
+        return st.impl, tuple(ins[a] for a in st.args)
 
     @staticmethod
     def _node(prog: Prog, i: int, node: Op1 | Op2 | Any, canon: list[bool]
@@ -487,7 +537,7 @@ def _run_boxes(ev: Evaluator, inputs: Sequence[Arr], targets: Sequence[Arr], wor
                alias: bool) -> None:
     """Evaluate the boxes ``work`` hands out into ``targets``, box by box."""
     scratch = _scratch(ev.box)
-    with np.errstate(all="ignore"):
+    with quiet():
         while (i := work.take()) is not None:
             try:
                 box = work.boxes[i]
@@ -499,6 +549,25 @@ def _run_boxes(ev: Evaluator, inputs: Sequence[Arr], targets: Sequence[Arr], wor
                 work.finish(e)
                 raise
             work.finish()
+
+
+def box_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
+             targets: Sequence[Arr]) -> None:
+    """``map_into`` of a loop of one box (``0 < prod(shape) <= ev.box``) whose
+    targets share no memory with an input: on the calling thread, without
+    ``map_into``'s checks, which the caller's plan made once."""
+    single = ev.single
+    with quiet():
+        if single is not None:
+            # One step writing into the destination: what ``run`` would do,
+            # without its value list, scratch and direct-output bookkeeping.
+            impl, args = single
+            t = targets[0]
+            v = impl(t, *[inputs[k] for k in args])
+            if v is not t:
+                np.copyto(t, v)
+            return
+        _box(ev, inputs, targets, shape, None, _scratch(ev.box), False)
 
 
 def map_into(ev: Evaluator, inputs: Sequence[Arr], shape: Sequence[int],
@@ -518,7 +587,7 @@ def map_into(ev: Evaluator, inputs: Sequence[Arr], shape: Sequence[int],
         return
     if size <= ev.box:
         # One box, the whole loop, on the calling thread: no boxes to hand out.
-        with np.errstate(all="ignore"):
+        with quiet():
             _box(ev, inputs, targets, shp, None, _scratch(ev.box), alias)
         return
     work = _Boxes(boxes(shp, ev.box))

@@ -37,11 +37,12 @@ from nxkernel_core.array import Array
 from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, KernelStatement
+from nxkernel_core.layout import Layout
 from nxkernel_core.prog import Convert, In, Op1, Prog
 
 from . import lanes as L
 from . import program, views
-from .family import Family
+from .family import Family, Hook
 from .loads import load
 
 __all__ = ["ALGORITHMS", "ASSOCIATION", "FAMILY", "fold", "reduce", "scan"]
@@ -154,10 +155,13 @@ def _round(dt: Dtype, v: Arr) -> Arr:
     """Float values ``v`` (float32 or float64) rounded once into float ``dt``."""
     if v.dtype == dt.numpy_dtype:
         return v
-    if dt is D.float32 or dt is D.float64:
-        # An IEEE conversion rounds once, to nearest, as the store rule does.
-        return v.astype(dt.numpy_dtype)
-    return D.of_float(dt, v.astype(np.float64))
+    # A signalling NaN quieted and an overflow to ±inf are the store rule's, not
+    # faults to warn of (the hardware flags them: "invalid value in cast").
+    with np.errstate(invalid="ignore", over="ignore"):
+        if dt is D.float32 or dt is D.float64:
+            # An IEEE conversion rounds once, to nearest, as the store rule does.
+            return v.astype(dt.numpy_dtype)
+        return D.of_float(dt, v.astype(np.float64))
 
 
 def _round_complex(dt: Dtype, re: Arr, im: Arr) -> Arr:
@@ -555,16 +559,51 @@ def reduce(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]) -> 
     with door(dsts, operands, need_host=True) as refusal:
         if refusal is not None:
             return refusal
-        loop = _loop(spec.loads, operands)
-        assert loop is not None  # _reduce_misfit checked the shapes
-        outs = _Outputs(spec.prog, spec.loads, operands, loop)
-        results: list[Arr] = []
-        for red, k, dt in spec.reductions:
-            terms = _Terms(outs.get(k), spec.axes)
-            results += _reduce_rows(red, spec.prog.out_dtypes[k], dt, terms)
-        for dst, v in zip(dsts, results, strict=True):
-            views.store(dst, v.reshape(dst.shape))
+        _reduce_into(spec, dsts, operands)
     return Answer.DONE
+
+
+def _reduce_into(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``reduce``'s body, for a call that fits, the door passed."""
+    loop = _loop(spec.loads, operands)
+    assert loop is not None  # the fit check read the shapes
+    outs = _Outputs(spec.prog, spec.loads, operands, loop)
+    results: list[Arr] = []
+    for red, k, dt in spec.reductions:
+        terms = _Terms(outs.get(k), spec.axes)
+        results += _reduce_rows(red, spec.prog.out_dtypes[k], dt, terms)
+    for dst, v in zip(dsts, results, strict=True):
+        views.store(dst, v.reshape(dst.shape))
+
+
+def prepare_reduce(spec: S.Reduce, dsts: tuple[tuple[Dtype, Layout], ...],
+                   operands: tuple[tuple[Dtype, Layout], ...]) -> Hook | None:
+    """``reduce`` prepared for one signature (the caller's warm path): the
+    fit checked once."""
+    if _reduce_misfit_of(spec, tuple([(dt, lay.shape) for dt, lay in dsts]),
+                         tuple([(dt, lay.shape) for dt, lay in operands])) is not None:
+        return None
+    (x_dt, x_layout), *rest = operands
+    if (rest or not isinstance(spec.loads[0], S.Plain) or x_dt.is_sub_byte
+            or not x_layout.is_contiguous() or x_layout.numel == 0
+            or any(_copied_input(spec.prog, k) != 0 for _, k, _ in spec.reductions)):
+        return _reduce_into
+    # One contiguous Plain operand whose every reduced output is the operand
+    # itself (nx.sum, nx.max, ...): its view read straight, as _Outputs.get
+    # would give it, without _Outputs' and the loop's steps.
+    read = views.reader(x_dt, x_layout)
+    terms = [(red, spec.prog.out_dtypes[k], dt) for red, k, dt in spec.reductions]
+    axes = spec.axes
+
+    def small(sp: S.Reduce, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        y = read(ops[0])
+        results: list[Arr] = []
+        for red, term, dt in terms:
+            results += _reduce_rows(red, term, dt, _Terms(y, axes))
+        for dst, v in zip(ds, results, strict=True):
+            views.store(dst, v.reshape(dst.shape))
+
+    return small
 
 
 # ---------------------------------------------------------------------------
@@ -792,12 +831,6 @@ def _last(y: Arr, axis: int) -> Arr:
 # ---------------------------------------------------------------------------
 
 
-def _fold_declines(call_dtype: Dtype) -> str | None:
-    if call_dtype.is_bool:
-        return f"Add does not take {call_dtype.name}, so neither does fold"
-    return None
-
-
 def _taps(d: int, lo: int, interior: int, count: int, step: int, tap: int,
           dilation: int) -> tuple[slice, slice] | None:
     """Along one axis, for one tap: the operand indices a load reads at that
@@ -824,13 +857,12 @@ def fold(spec: S.Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
     if len(operands) != 1 or len(dsts) != 1:
         return Answer.BAD_ARITY
     (x,), (dst,) = operands, dsts
-    if dst.dtype is not x.dtype:
-        return Answer.WRONG_DTYPE
+    misfit = SH.fold_refusal(x.dtype, dst.dtype)  # bool and bit too: Add takes neither
+    if misfit is not None:
+        return misfit[0]
     want = SH.fold(spec, [x.shape])
     if isinstance(want, SH.Error) or dst.shape != want[0]:
         return Answer.SHAPE_MISMATCH
-    if _fold_declines(x.dtype) is not None:
-        return Answer.DECLINED
     with door(dsts, operands, need_host=True) as refusal:
         if refusal is not None:
             return refusal
@@ -896,16 +928,13 @@ _SCAN_PROSE: Final = (
 _FOLD_PROSE: Final = (
     "every fold at every dtype Add takes: each element is +0 plus the x elements the padded "
     "load reads from it, added in C order of the taps, narrow floats in float32 and rounded "
-    "once, integers wrapping. It declines bool and bit, which Add does not take.")
+    "once, integers wrapping. Declines nothing; bool and bit, which Add does not take, do not "
+    "fit (WRONG_DTYPE, shape.fold_refusal).")
 
 
 def _declines_nothing(call: Call) -> str | None:
     """Host reductions and scans compute every call that fits."""
     return None
-
-
-def _declines_fold(call: Call) -> str | None:
-    return _fold_declines(call.operands[0].dtype) if call.operands else None
 
 
 #: The order and grouping of each float sum, product and scan.
@@ -982,10 +1011,11 @@ ALGORITHMS: Final = {
 #: The ``reductions`` family: reduce, scan and fold.
 FAMILY: Final = Family(
     kernels={"reduce": reduce, "scan": scan, "fold": fold},
+    prepared={"reduce": prepare_reduce},
     statements={
         "reduce": KernelStatement(_REDUCE_PROSE, _declines_nothing),
         "scan": KernelStatement(_SCAN_PROSE, _declines_nothing),
-        "fold": KernelStatement(_FOLD_PROSE, _declines_fold),
+        "fold": KernelStatement(_FOLD_PROSE, _declines_nothing),
     },
     association=ASSOCIATION,
     algorithms=ALGORITHMS,

@@ -7,12 +7,15 @@ packed, so they are read as unpacked copies and written by packing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from nxkernel_core.array import Array
+from nxkernel_core.dtype import Dtype
+from nxkernel_core.layout import Layout
 
 
 def read(a: Array) -> npt.NDArray[Any]:
@@ -39,3 +42,25 @@ def store(a: Array, values: npt.ArrayLike) -> None:
         a.write_numpy(np.asarray(values))
     else:
         view[...] = values
+
+
+def reader(dt: Dtype, layout: Layout) -> Callable[[Array], npt.NDArray[Any]]:
+    """How a prepared kernel reads a byte-wide operand of ``dt`` and ``layout``
+    whose buffer the caller found live, on host memory: a contiguous one as
+    a slice of its bytes (its start and length worked out once here, saving
+    ``numpy_view``'s checks), any other as ``views.read`` does."""
+    if not layout.is_contiguous() or layout.numel == 0:
+        return read
+    item = dt.numpy_dtype.itemsize
+    first, n, shape, t = layout.offset * item, layout.numel * item, layout.shape, dt.numpy_dtype
+    flat = len(shape) == 1
+
+    def read_contiguous(a: Array) -> npt.NDArray[Any]:
+        buf = a.buffer
+        hb = buf.memory.host_bytes
+        assert hb is not None  # the host library computes on host memory alone
+        start = buf.offset + first
+        view = hb[start:start + n].view(t)
+        return view if flat else view.reshape(shape)
+
+    return read_contiguous

@@ -150,7 +150,7 @@ def test_plot_refuses_loaded_rows_without_allow_load(
 
 
 @pytest.mark.parametrize("suite", ["bench_map", "bench_reduce", "bench_moves", "bench_linalg",
-                                   "bench_attention"])
+                                   "bench_attention", "bench_calls", "bench_array_api"])
 def test_every_host_row_passes_its_check(bench: Any, suite: str, monkeypatch: pytest.MonkeyPatch
                                          ) -> None:
     """Each host suite at its --quick sizes, its checks run and the timing

@@ -267,6 +267,7 @@ BAD: list[tuple[tuple[D.Dtype, ...], tuple[Node, ...], tuple[int, ...], str]] = 
     ((), (Coord(-1),), (0,), "axis -1"),
     ((), (Const(f32, b"\x00"),), (0,), "takes 4 bytes"),
     ((), (Const(D.int4, b"\x1f"),), (0,), "bits above"),
+    ((), (Const(b8, b"\x02"),), (0,), "node %0: a bool constant is byte 0 or 1, not 0x02"),
     ((i32,), (In(0), Op1(Unary.EXP, i32, 0)), (1,), "exp does not take int32"),
     ((f32,), (In(0), Op1(Unary.NEG, f64, 0)), (1,), "has dtype float32"),
     ((f32,), (In(0), Op1(Convert.COPY, f64, 0)), (1,), "has dtype float32"),
@@ -290,6 +291,21 @@ def test_invalid_programs_raise(ins: tuple[D.Dtype, ...], nodes: tuple[Node, ...
     with pytest.raises(ValueError, match=r"^Prog: ") as e:
         Prog(ins, nodes, outs)
     assert why in str(e.value)
+
+
+def test_a_bool_constant_is_0_or_1() -> None:
+    """Upstream refuses a bool constant of any other byte: the builder names the
+    node, and a program's bytes holding one do not decode."""
+    b = Prog.build([f32])
+    with pytest.raises(ValueError, match=r"^Prog: node %1: a bool constant is byte 0 or 1, "
+                                         r"not 0xff$"):
+        b.const_bits(b8, b"\xff")
+    assert Prog.fill(b8, b"\x01").nodes == (Const(b8, b"\x01"),)
+    assert b.const(b8, 2).index == 1  # a value stores as != 0: byte 1
+    raw = bytearray(Prog.fill(b8, b"\x01").to_bytes())
+    raw[16 + 24] = 2  # the header, then the node's six int32 words, then the constant
+    with pytest.raises(ValueError, match="bool constant"):
+        Prog.from_bytes(bytes(raw))
 
 
 def test_max_operands_bound_is_inclusive() -> None:

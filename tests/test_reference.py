@@ -554,9 +554,11 @@ def test_upstream_concrete_values() -> None:
 
 
 def test_sign() -> None:
+    # Sign of ±0 is +0 (upstream §3, as NumPy).
     s = one(Prog.unary(Unary.SIGN, D.float32), [-0.0, 0.0, 3.0, -2.0, math.inf, -1e-45])
-    assert codes(s, D.float32) == [0x80000000, 0, 0x3F800000, 0xBF800000, 0x3F800000,
-                                   0xBF800000]
+    assert codes(s, D.float32) == [0, 0, 0x3F800000, 0xBF800000, 0x3F800000, 0xBF800000]
+    for dt in (D.float64, D.float16, D.bfloat16, D.float8_e4m3fn, D.float8_e5m2, D.float4_e2m1fn):
+        assert codes(one(Prog.unary(Unary.SIGN, dt), [-0.0, 0.0]), dt) == [0, 0]
     assert one(Prog.unary(Unary.SIGN, D.int8), [-128, 0, 5]).tolist() == [-1, 0, 1]
     assert one(Prog.unary(Unary.SIGN, D.uint8), [0, 200]).tolist() == [0, 1]
 
@@ -733,6 +735,14 @@ def test_complex_arithmetic() -> None:
     assert codes(neg, c64)[2] == 0  # -(-0 - 0i) = +0 + 0i
     r = one(Prog.unary(Unary.RECIP, c64), np.array([2j], np.complex64))
     assert r.tolist() == [-0.5j]
+    # A divisor whose reciprocal overflows makes no NaN (upstream §3): mpmath
+    # gives (2⁻⁵⁰i) / (−2⁻¹⁰⁷⁴i) = −2¹⁰²⁴, overflowing to −inf, imaginary part 0.
+    edge = one(Prog.binary(Binary.FDIV, D.complex128), np.array([complex(0.0, 2.0**-50)]),
+               np.array([complex(0.0, -(2.0**-1074))]))
+    assert codes(edge.real.copy(), D.float64) == [0xFFF0000000000000]
+    assert codes(edge.imag.copy(), D.float64) == [0]
+    tiny = one(Prog.unary(Unary.RECIP, D.complex128), np.array([complex(0.0, -(2.0**-1074))]))
+    assert tiny.real.tolist() == [0.0] and tiny.imag.tolist() == [math.inf]
     nan = one(Prog.binary(Binary.MUL, c64), np.array([complex(math.inf, 0)], np.complex64),
               np.array([0j], np.complex64))
     assert codes(nan.real.copy(), D.float32) == [0x7FC00000]

@@ -155,6 +155,16 @@ def test_fold() -> None:
         "reaches 2 elements")
 
 
+def test_fold_refusal_takes_the_dtypes_add_takes() -> None:
+    """Fold adds by Prog's Add: bool and bit do not fit (upstream §2)."""
+    for dt in D.all:
+        want = None if dt.kind is not D.Kind.BOOLEAN else (
+            Answer.WRONG_DTYPE, f"fold adds by Prog's Add, which does not take {dt.name}")
+        assert SH.fold_refusal(dt, dt) == want
+    assert SH.fold_refusal(D.float32, D.float64) == (
+        Answer.WRONG_DTYPE, "dst is float64, x float32: fold keeps x's dtype")
+
+
 def test_gather_and_range_gather() -> None:
     assert SH.gather(S.Gather(1), [(2, 7), (2, 3)]) == ((2, 7),)
     err(SH.gather(S.Gather(1), [(3, 7), (2, 3)]), "index [3, 7] must have x's rank")

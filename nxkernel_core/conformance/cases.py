@@ -96,6 +96,8 @@ def fill_bits(dt: Dtype, value: Any) -> bytes:
 
 def _const(draw: st.DrawFn, b: Builder, dt: Dtype) -> Value:
     sp = G.specials(dt)
+    if dt.is_bool:
+        sp = sp[np.asarray(sp).view(np.uint8) <= 1]  # a bool constant is 0 or 1 (upstream §3)
     v = sp[draw(st.integers(0, len(sp) - 1))]
     return b.const_bits(dt, fill_bits(dt, v))
 
@@ -216,9 +218,9 @@ def _padded_load(data: Data, dt: Dtype, shape: tuple[int, ...]) -> S.Padded:
 def result_dtypes(spec: Any, operands: Sequence[Array]) -> tuple[Dtype, ...]:
     """The destinations' dtypes a spec and its operands fix (as the caller
     ``nx`` allocates them)."""
-    from ..nx import _result_dtypes
+    from ..caller import result_dtypes as fixed
 
-    return _result_dtypes(spec, operands)
+    return fixed(spec, operands)
 
 
 def _shapes(spec: Any, operands: Sequence[Array]) -> tuple[tuple[int, ...], ...]:

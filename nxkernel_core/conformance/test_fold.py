@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
 
+from .. import dtype as D
 from .. import oracle as O
 from .. import spec as S
+from . import generators as G
 from .cases import draw_case
-from .harness import Data, Subject, assert_bits, check_nan_rule, invoke, law
+from .harness import (
+    Data,
+    Subject,
+    assert_bits,
+    check_nan_rule,
+    invoke,
+    invoke_misfit,
+    law,
+    operand_of,
+    slot,
+)
 from .judge import check_sums, signalling_in
 
 
@@ -46,3 +59,20 @@ def test_fold_adjoint(subject: Subject, data: Data) -> None:
             assert_bits(dt, got[i:i + 1], want, f"{what}: element {i}")
     check_nan_rule(dt, out.results[0], signalling_in(case.operands, case.values), what)
 
+
+
+@law("fold")
+def test_fold_of_booleans_does_not_fit(subject: Subject, data: Data) -> None:
+    """A fold of bool or bit does not fit, since fold adds by Prog's Add, which
+    takes no boolean: never Done, nothing written outside its arrays (the
+    caller refuses it before any library; which refusal, or Declined, is the
+    library's to choose). Upstream §2: fold: 'A dtype Prog.Add does not take
+    answers Wrong_dtype'; contract: 'For one that does not [fit], it answers a
+    refusal or Declined, never Done, and reads and writes nothing outside its
+    arrays; the library chooses which refusal'."""
+    dt = data.draw(st.sampled_from((D.bool_, D.bit)), label="dtype")
+    shape = data.draw(G.shapes(min_rank=1, max_rank=2, max_side=3), label="shape")
+    pad = S.Pad((0,) * len(shape), (0,) * len(shape), (0,) * len(shape))
+    x = operand_of(data, subject, dt, np.ones(shape, np.bool_), label="x")
+    dst = slot(subject, dt, shape).array
+    invoke_misfit(subject, S.Fold(shape, pad), [dst], [x], f"a fold of {dt.name}")

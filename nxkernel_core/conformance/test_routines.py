@@ -258,3 +258,35 @@ def test_cholesky_failure_is_local(subject: Subject, data: Data) -> None:
     if not np.isnan(tri).any():
         raise fail("cholesky: a matrix holding a NaN gave a factor without NaN (contract: 'A failure "
                    "that depends on a float's ... value is a NaN result')")
+
+
+@law("solve_triangular")
+def test_solve_triangular_singular_is_nan(subject: Subject, data: Data) -> None:
+    """A triangle with a zero on its read diagonal (exactly singular) makes its
+    matrix's x all NaN, and no other's: the other matrix of the batch solves
+    as if it were alone. Contract: 'A failure that depends on a float's or a
+    complex number's value is a NaN result'; upstream §8: 'a failed matrix is
+    NaN in its own results only'."""
+    dt = data.draw(st.sampled_from((D.float32, D.float64, D.complex64, D.complex128)), label="dtype")
+    n = data.draw(st.integers(1, 4), label="n")
+    k = data.draw(st.integers(1, 3), label="columns")
+    spec = routine_spec(data, "solve_triangular")
+    spec = type(spec)(spec.lower, spec.transpose, False)  # a unit diagonal reads no zero
+    a = matrices(data, "solve_triangular", dt, (2,), n, n)
+    j = data.draw(st.integers(0, n - 1), label="zero at")
+    a[0, j, j] = 0
+    b = np.ones((2, n, k), dt.numpy_dtype)
+    ops = [operand_of(data, subject, dt, a, label="a"), operand_of(data, subject, dt, b, label="b")]
+    out = invoke(subject, spec, [(dt, (2, n, k))], ops, data)
+    if out.declined:
+        return
+    x = np.asarray(out.results[0]).astype(np.complex128)
+    if not np.isnan(x[0]).all():
+        raise fail(f"solve_triangular {spec}: a zero at ({j}, {j}) of the diagonal gave x = {x[0]!r}, "
+                   "not all NaN (contract: 'A failure that depends on a float's ... value is a NaN "
+                   "result')")
+    t = np.tril(a[1]) if spec.lower else np.triu(a[1])
+    t = (t.T if spec.transpose else t).astype(np.complex128)
+    resid = np.abs(t @ x[1] - b[1]) / (np.abs(t) @ np.abs(x[1]) + 1)
+    _check(f"solve_triangular {spec}: the matrix beside a singular one", "max |op(T) x − b| / "
+           "(|T||x| + |b|)", resid, C * n * unit_roundoff(dt))

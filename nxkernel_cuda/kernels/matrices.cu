@@ -18,7 +18,8 @@
 //   the Jacobi sweeps run in a fixed round-robin order; only + - * / and sqrt
 //   (correctly rounded) are used, and NVRTC compiles with --fmad=false, so the
 //   bits are the same on every launch and on cuda and cuda-emu alike.
-// * A matrix that fails (cholesky: a pivot not > 0; a read element that is not
+// * A matrix that fails (cholesky: a pivot not > 0; solve_triangular: a zero
+//   on the read diagonal; a read element that is not
 //   finite for cholesky, qr, svd and eigh; a Jacobi iteration that has not
 //   converged in NXK_MX_SWEEPS sweeps; a result that is not finite) gives the
 //   quiet NaN in every element (both parts) of its own results.
@@ -504,7 +505,9 @@ nxk_mx_qr(const nxk_i64* __restrict__ d, nxk_i64 nb, int m, int n, int qc, const
 // finds them (increasing for a lower op(a), decreasing from n - 1 for an
 // upper one); op is the transpose where asked (never the conjugate
 // transpose); a unit diagonal is read as 1 and not divided by. x is written
-// as it is found and read back, so x may be b itself.
+// as it is found and read back, so x may be b itself. A zero on the read
+// diagonal (both parts, for complex) fails the matrix: its x is all the quiet
+// NaN, as the contract's rule for a failure that depends on a value.
 template <class T>
 __global__ void __launch_bounds__(NXK_MX_THREADS)
 nxk_mx_trsm(const nxk_i64* __restrict__ d, nxk_i64 nb, int n, int kc, int lower, int trans, int unit,
@@ -516,6 +519,7 @@ nxk_mx_trsm(const nxk_i64* __restrict__ d, nxk_i64 nb, int n, int kc, int lower,
     for (nxk_i64 t = blockIdx.x; t < nb; t += gridDim.x) {
         nxk_i64 pos[3];
         const nxk_i64* rc = nxk_mx_at<3>(d, t, pos);
+        int bad = 0;
         NXK_MX_SERIAL
         for (int e = tid; e < n * n; e += bd) {
             const int i = e / n, j = e % n;
@@ -523,9 +527,15 @@ nxk_mx_trsm(const nxk_i64* __restrict__ d, nxk_i64 nb, int n, int kc, int lower,
             if (i == j && unit) v = nxk_mx_s<T>::of((R)1);
             else if (low ? j <= i : j >= i)
                 v = trans ? a[pos[0] + j * rc[0] + i * rc[1]] : a[pos[0] + i * rc[0] + j * rc[1]];
+            if (i == j && !nxk_mx_nz(v)) bad = 1;
             S[e] = v;
         }
-        __syncthreads();
+        if (__syncthreads_or(bad)) {  // the same for every thread
+            NXK_MX_SERIAL
+            for (int e = tid; e < n * kc; e += bd)
+                x[pos[2] + (e / kc) * rc[4] + (e % kc) * rc[5]] = nxk_mx_s<T>::nan();
+            continue;  // no thread reads S again before the next matrix's barrier
+        }
         NXK_MX_SERIAL
         for (int c = tid; c < kc; c += bd) {
             NXK_MX_SERIAL

@@ -11,9 +11,12 @@
 // * Mul is the textbook (ar*br - ai*bi) + i(ar*bi + ai*br), each product and
 //   sum rounded to P, never fused (NVRTC --fmad=false, g++
 //   -ffp-contract=off): the host's and NumPy's formula, bit for bit.
-// * Fdiv and Recip are NumPy's complex128 division (Smith's algorithm, with
-//   NumPy's branch for a zero divisor) in double, each part rounded once into
-//   P (complex64 thus divides in double, as the reference does).
+// * Fdiv and Recip are Smith's algorithm with NumPy's branches (its branch
+//   for a zero divisor included) in double, each part of the numerator
+//   divided by the scaled denominator, never multiplied by its reciprocal,
+//   whose overflow would make (0 + 2^-50 i) / (0 - 2^-1074 i) a spurious
+//   (-inf, NaN) in place of (-inf, +0); each part rounded once into P
+//   (complex64 thus divides in double, as the reference does).
 // * A NaN part of a Mul, Fdiv or Recip result is P's canonical quiet NaN.
 // * Maximum, Minimum and the comparisons order by the real part, then the
 //   imaginary part (-0 below +0 for Maximum and Minimum, IEEE for the
@@ -106,7 +109,8 @@ NXK_DEV NxkCpx<P> nxk_cmul(NxkCpx<P> x, NxkCpx<P> y) {
     return nxk_cpx(nxk_pcanon(rr - ii), nxk_pcanon(ri + ir));
 }
 
-// NumPy's complex128 division of (ar + i ai) by (br + i bi), in double.
+// Smith's division of (ar + i ai) by (br + i bi) in double, NumPy's branches,
+// each numerator part divided by the scaled denominator (the reference's).
 NXK_DEV void nxk_smith(double ar, double ai, double br, double bi, double* qr, double* qi) {
     const double abr = fabs(br);
     const double abi = fabs(bi);
@@ -116,19 +120,19 @@ NXK_DEV void nxk_smith(double ar, double ai, double br, double bi, double* qr, d
             *qi = ai / abr;
         } else {
             const double rat = bi / br;
-            const double scl = 1.0 / (br + bi * rat);
-            *qr = (ar + ai * rat) * scl;
-            *qi = (ai - ar * rat) * scl;
+            const double den = br + bi * rat;
+            *qr = (ar + ai * rat) / den;
+            *qi = (ai - ar * rat) / den;
         }
     } else {
         const double rat = br / bi;
-        const double scl = 1.0 / (bi + br * rat);
-        *qr = (ar * rat + ai) * scl;
-        *qi = (ai * rat - ar) * scl;
+        const double den = br * rat + bi;
+        *qr = (ar * rat + ai) / den;
+        *qi = (ai * rat - ar) / den;
     }
 }
 
-// x / y by NumPy's complex128 division, each part rounded once into P, NaN
+// x / y by Smith's division in double, each part rounded once into P, NaN
 // parts canonical.
 template <class P>
 NXK_DEV NxkCpx<P> nxk_cdiv(NxkCpx<P> x, NxkCpx<P> y) {

@@ -75,3 +75,11 @@ def test_kit_passes_on_the_declining_library() -> None:
     status, reports = _run_kit("nxkernel_core.kernel:declining_library")
     assert not reports.failed, _summary(reports)
     assert reports.passed and status == 0
+
+
+def test_kit_passes_on_the_reference_library() -> None:
+    """``nx.reference`` (the exact references as a library): every law passes,
+    the ones of its computed kernels by computing (map, the moves)."""
+    status, reports = _run_kit("nxkernel_core.reference_library:LIBRARY")
+    assert not reports.failed, _summary(reports)
+    assert reports.passed and status == 0

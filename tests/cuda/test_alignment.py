@@ -25,10 +25,19 @@ from nxkernel_core.layout import Layout, Range
 from nxkernel_core.prog import Prog
 from nxkernel_core.rig import Buffer, Rig, host
 from nxkernel_cuda.device import CudaRig
+from nxkernel_cuda.emulator import driver
 from nxkernel_cuda.library import LIBRARY
 from nxkernel_host.library import library as HOST
 
 from .support import Arr, same_bits, values
+
+
+@pytest.fixture(autouse=True)
+def _memory_checker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernels these tests build carry the emulator's memory checker (off by
+    default: ``driver.memcheck``)."""
+    monkeypatch.setenv(driver.MEMCHECK_VARIABLE, "1")
+
 
 BYTE_WIDE: tuple[Dtype, ...] = tuple(dt for dt in D.all if not dt.is_sub_byte)
 

@@ -21,6 +21,14 @@ from nxkernel_cuda.launch import SHARED_WITHOUT_OPT_IN, LaunchError, Pointer
 from .probe import PROBE_FILE
 from .support import needs_nvrtc
 
+
+@pytest.fixture(autouse=True)
+def _memory_checker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernels these tests build carry the emulator's memory checker (off by
+    default: ``driver.memcheck``)."""
+    monkeypatch.setenv(driver.MEMCHECK_VARIABLE, "1")
+
+
 FAULTS = Source("faults.cu", (PROBE_FILE.parent / "faults.cu").read_text(),
                 ("fault_global", "fault_shared", "fault_local"))
 WHO = 5  # the thread that makes the access

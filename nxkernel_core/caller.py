@@ -1,0 +1,380 @@
+"""The caller's one checked entry to every kernel: ``call(spec, *operands)``.
+
+``call`` checks that a call fits (an error names the function and lists the
+arrays as ``dtype [shape]``), allocates the destinations on the operands'
+device, asks the libraries that compute on that device in priority order, and
+raises ``refused(...)`` on a refusal, or ``InvalidArgument`` naming each
+library and its reason when every one declines. Nothing computes in a
+library's place.
+
+**Plans.** Everything ``call`` decides depends on the call's *signature*
+alone: the spec, each operand's dtype, layout and device, and the ``dtypes``
+and ``device`` arguments. The first call of a signature makes its ``Plan``
+(the fit decision, the destinations' dtypes and layouts, the libraries to ask,
+and the first library's prepared hook where it offers one); a warm call looks
+the plan up, checks that its operands live (no dead buffer, no lost or closed
+device, no memory held exclusive), allocates, claims the operands through the
+door, calls the hook and releases. Any call whose operands do not live takes
+the full path, where the door answers its refusal. A plan is made under one
+discovery's registry and is never used under another.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, final
+
+from . import dtype as D
+from . import fits
+from . import shape as Shape
+from . import spec as S
+from .answer import Answer, InvalidArgument, describe, refused
+from .array import Array
+from .dtype import Dtype
+from .kernel import Call, KernelError
+from .layout import Layout
+from .rig import Buffer, Lost, OutOfMemory, Rig, claim_reads, release_reads
+
+__all__ = ["Hook", "Plan", "call", "result_dtypes"]
+
+#: A library's prepared hook for one signature: it computes the call into
+#: fresh C-contiguous destinations while the caller holds the operands' read
+#: claims, and returns nothing (its library checked the fit when it made it).
+Hook = Callable[[Any, Sequence[Array], Sequence[Array]], None]
+
+
+# --------------------------------------------------------------------------
+# Decisions: the destinations' shapes and dtypes, or the refusal
+# --------------------------------------------------------------------------
+
+
+def result_dtypes(sp: Any, operands: Sequence[Array]) -> tuple[Dtype, ...]:
+    """The destinations' dtypes the spec and operands fix (as ``call`` allocates them)."""
+    return _fixed_dtypes(sp, tuple(o.dtype for o in operands))
+
+
+def _fixed_dtypes(sp: Any, loads: Sequence[Dtype]) -> tuple[Dtype, ...]:
+    """The destinations' dtypes the spec and the operands' dtypes ``loads`` fix."""
+    match sp:
+        case S.Map():
+            return sp.prog.out_dtypes
+        case S.Reduce() | S.Scan():
+            return sp.result_dtypes()
+        case S.Fold() | S.Cholesky():
+            return (loads[0],)
+        case S.Gather() | S.RangeGather():
+            return (loads[1],)
+        case S.Scatter():
+            return (loads[0],)
+        case S.Sort():
+            return (loads[0], D.int64)
+        case S.Numbering():
+            return (D.int64,)
+        case S.Fft():
+            out = fits.fft_dtype(sp.kind, loads[0])
+            return (out,) if out is not None else (loads[0],)
+        case S.Lu() | S.Qr() | S.Svd() | S.Eigh() | S.Eig():
+            a = loads[0]
+            return fits.routine_dtypes(sp, a) if D.full_precision(a) else (a,) * sp.n_results()
+        case S.SolveTriangular():
+            return (loads[1],)
+        case S.Attention():
+            v = loads[2]
+            return (v, sp.acc)
+    raise InvalidArgument(f"nx.call: {type(sp).__name__} needs its destinations' dtypes (dtypes=...)")
+
+
+def _refusal_rule(sp: Any, loads: Sequence[Dtype], dtypes: Sequence[Dtype],
+                  rank: int) -> tuple[Answer, str] | None:
+    """The contract's refusal rule for a loop kernel's dtypes, where it has one
+    (``loads``: the operands' dtypes)."""
+    match sp:
+        case S.Map():
+            return Shape.map_refusal(sp.prog, rank, dtypes, loads, sp.loads)
+        case S.Reduce():
+            return Shape.reduce_refusal(sp.prog, rank, sp.reductions, dtypes, loads, sp.loads)
+        case S.Scan():
+            carry = loads[0] if sp.carry else None
+            return Shape.scan_refusal(sp.prog, rank, sp.reduction, sp.output, dtypes, carry,
+                                      loads[1:] if sp.carry else loads, sp.loads)
+        case S.Attention():
+            n_kv = 4 if isinstance(sp.kv, S.Paged) else 3
+            first = n_kv + (1 if sp.lengths else 0)
+            return Shape.attention_refusal(sp.prog, loads[0], rank, dtypes[0], sp.acc,
+                                           loads[first:], sp.loads)
+        case S.Fold():
+            return Shape.fold_refusal(loads[0], dtypes[0])
+    return None
+
+
+def _loop_rank(sp: Any, shapes: Sequence[tuple[int, ...]]) -> int:
+    """The rank of a loop kernel's loop (the loaded shape's)."""
+    match sp:
+        case S.Map() | S.Reduce() | S.Scan():
+            loaded_shapes = shapes[1 if isinstance(sp, S.Scan) and sp.carry else 0:]
+            if not loaded_shapes:
+                return 0
+            loaded = Shape.padded(loaded_shapes[0], sp.loads[0].pad) if isinstance(
+                sp.loads[0], S.Padded) else loaded_shapes[0]
+            return len(loaded) if not isinstance(loaded, Shape.Error) else len(loaded_shapes[0])
+        case S.Attention():
+            return len(shapes[0])
+    return 0
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    """What ``call`` decides from the spec and the operands' shapes and dtypes
+    alone: the destinations' shapes and dtypes, or the refusal (answer and
+    reason) of a call that does not fit."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[Dtype, ...]
+    refusal: tuple[Answer, str] | None
+
+
+def _decide(sp: Any, shapes: tuple[tuple[int, ...], ...], loads: tuple[Dtype, ...],
+            dtypes: tuple[Dtype, ...] | None) -> _Decision:
+    """The decision on a call of ``sp`` on operands of ``shapes`` and dtypes
+    ``loads``, into destinations of ``dtypes`` where given (else the fixed
+    ones): a pure function of its arguments."""
+    results = getattr(Shape, sp.kernel)(sp, shapes)
+    if isinstance(results, Shape.Error):
+        return _Decision((), (), (Answer.SHAPE_MISMATCH, results.reason))
+    dts = dtypes if dtypes is not None else _fixed_dtypes(sp, loads)
+    if len(dts) != len(results):
+        return _Decision(tuple(results), dts, None)  # call raises InvalidArgument
+    return _Decision(tuple(results), dts, _refusal_rule(sp, loads, dts, _loop_rank(sp, shapes)))
+
+
+#: ``_decide``, made once per spec, shapes and dtypes: a plan (below) made for
+#: another layout or device of the same shapes then skips the shape rules and
+#: the refusal rules. Bounded; safe with threads.
+_decided = functools.lru_cache(maxsize=1024)(_decide)
+
+
+# --------------------------------------------------------------------------
+# Plans
+# --------------------------------------------------------------------------
+
+
+@final
+class Plan:
+    """What a warm call of one signature reuses. Write-once.
+
+    ``registry``: the discovery the plan was made under. ``device``: the
+    destinations' device. ``refusal``: the caller's refusal (answer, reason)
+    of a call that does not fit, else ``None``. ``dsts``: each destination's
+    dtype, C-contiguous layout and bytes. ``libraries``: the libraries that
+    compute on ``device``, in the caller's order. ``hook``: the first
+    library's prepared hook, or ``None`` (then each library's kernel method is
+    asked, as on the full path).
+    """
+
+    __slots__ = ("device", "dsts", "hook", "libraries", "refusal", "registry")
+
+    def __init__(self, registry: object, device: Rig, refusal: tuple[Answer, str] | None,
+                 dsts: tuple[tuple[Dtype, Layout, int], ...], libraries: tuple[Any, ...],
+                 hook: Hook | None) -> None:
+        self.registry: Final = registry
+        self.device: Final = device
+        self.refusal: Final = refusal
+        self.dsts: Final = dsts
+        self.libraries: Final = libraries
+        self.hook: Final = hook
+
+
+#: Plans by signature (see the module's doc). Bounded: past ``_PLANS_MAX`` the
+#: oldest goes. Look-ups take no lock (a dict read is atomic); inserts do.
+_plans: dict[tuple[object, ...], Plan] = {}
+_PLANS_MAX: Final = 4096
+_plans_lock: Final = threading.Lock()
+
+
+def _keep(key: tuple[object, ...], plan: Plan) -> None:
+    with _plans_lock:
+        if len(_plans) >= _PLANS_MAX:
+            del _plans[next(iter(_plans))]
+        _plans[key] = plan
+
+
+def _discover() -> Any:
+    """The plugin registry (``plugins.discover()``), the module imported on
+    first use: the plugins module imports the libraries, which import this one."""
+    global _plugins
+    if _plugins is None:
+        from . import plugins
+
+        _plugins = plugins
+    return _plugins.discover()
+
+
+_plugins: Any = None
+
+
+def _fresh(dt: Dtype, layout: Layout, nbytes: int, dev: Rig) -> Array:
+    """A fresh array of zero bits: what ``Array.empty`` makes, from the plan's
+    layout and size (saving the layout's look-up and the size's arithmetic)."""
+    out = object.__new__(Array)
+    out.buffer = Buffer.create(dev, nbytes)
+    out.dtype = dt
+    out.layout = layout
+    return out
+
+
+# --------------------------------------------------------------------------
+# The call
+# --------------------------------------------------------------------------
+
+
+def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
+         device: Rig | None = None, name: str | None = None) -> tuple[Array, ...]:
+    """Run kernel ``sp.kernel`` on ``operands``: check the call fits, allocate the
+    destinations (of ``dtypes`` where the spec does not fix them) on the
+    operands' device, and ask each library that computes on it, in priority
+    order, until one answers DONE. Returns the destinations."""
+    registry = _discover()
+    dts = dtypes if dtypes is None or type(dtypes) is tuple else tuple(dtypes)
+    key: list[object] = [sp, dts, device]
+    live = True
+    for o in operands:
+        if type(o) is not Array:  # an untyped caller's operand: the full path refuses it
+            return _full(sp, operands, dts, device, name, registry, None, live)  # type: ignore[unreachable]
+        buf = o.buffer
+        mem = buf.memory
+        dev = mem.device
+        key += (o.dtype, o.layout, dev)
+        # ``door.refusal``'s first tests and ``claim``'s, inlined: a call whose
+        # operands do not all live takes the full path, where the door answers.
+        if buf.epoch < mem.epoch or mem.exclusive or dev._lost is not None or dev._closed:
+            live = False
+    signature = tuple(key)
+    try:
+        plan = _plans.get(signature)
+    except TypeError:  # a spec holding something unhashable: no plan
+        return _full(sp, operands, dts, device, name, registry, None, live)
+    if plan is None or plan.registry is not registry or not live:
+        return _full(sp, operands, dts, device, name, registry, signature, live)
+    return _run(plan, sp, operands, name)
+
+
+def _run(plan: Plan, sp: Any, operands: Sequence[Array], name: str | None) -> tuple[Array, ...]:
+    """A call of ``plan``'s signature whose operands live."""
+    if plan.refusal is not None:
+        refused(name or f"nx.{sp.kernel}", plan.refusal[0], operands, plan.refusal[1])
+    dev = plan.device
+    dsts = tuple([_fresh(dt, lay, n, dev) for dt, lay, n in plan.dsts])
+    hook = plan.hook
+    if hook is not None:
+        memories = [o.buffer.memory for o in operands]
+        # The destinations are fresh: no other claim can reach them before
+        # ``call`` returns, so only the operands are claimed.
+        if claim_reads(memories):
+            try:
+                hook(sp, dsts, operands)
+            except (Lost, OutOfMemory):
+                raise
+            except Exception as e:
+                lib = plan.libraries[0]
+                raise KernelError(name or f"nx.{sp.kernel}", lib.name, sp.kernel,
+                                  f"raised {type(e).__name__}: {e}") from e
+            finally:
+                release_reads(memories)
+            return dsts
+    return _ask(plan.libraries, sp, dsts, operands, name, dev)
+
+
+def _full(sp: Any, ops: Sequence[Array], dtypes: tuple[Dtype, ...] | None, device: Rig | None,
+          name: str | None, registry: Any, signature: tuple[object, ...] | None,
+          live: bool) -> tuple[Array, ...]:
+    """The full path: every check, in the caller's order; makes the signature's
+    plan where ``signature`` is given and the call gets that far."""
+    fn = name or f"nx.{sp.kernel}"
+    for o in ops:
+        if not isinstance(o, Array):
+            raise InvalidArgument(f"{fn}: operands must be Arrays, got {type(o).__name__}; use nx.asarray")
+    if len(ops) != sp.n_operands():
+        refused(fn, Answer.BAD_ARITY, ops,
+                f"takes {sp.n_operands()} operands, got {len(ops)}")
+    dev = ops[0].buffer.memory.device if ops else None
+    for o in ops:
+        if o.buffer.memory.device is not dev:
+            devices = {id(o.device): o.device for o in ops}
+            refused(fn, Answer.WRONG_DEVICE, ops,
+                    "operands are on " + ", ".join(d.name for d in devices.values()))
+    dev = device or dev
+    if dev is None:
+        raise InvalidArgument(f"{fn}: a call with no operand needs device=")
+    key = (sp, tuple([o.layout.shape for o in ops]), tuple([o.dtype for o in ops]), dtypes)
+    try:
+        decision = _decided(*key)
+    except TypeError:
+        if signature is not None:
+            raise
+        decision = _decide(*key)  # a spec holding something unhashable is decided afresh
+    libraries = registry.libraries_for(dev)
+    if decision.refusal is not None:
+        if signature is not None:
+            _keep(signature, Plan(registry, dev, decision.refusal, (), libraries, None))
+        refused(fn, decision.refusal[0], ops, decision.refusal[1])
+    dts, shapes = decision.dtypes, decision.shapes
+    if len(dts) != len(shapes):
+        raise InvalidArgument(f"{fn}: {len(dts)} destination dtypes for {len(shapes)} results")
+    if signature is not None:
+        layouts = [Layout.c_contiguous(sh) for sh in shapes]
+        made = tuple([(dt, lay, (lay.numel * dt.bits + 7) // 8)  # D.bytes
+                      for dt, lay in zip(dts, layouts, strict=True)])
+        plan = Plan(registry, dev, None, made, libraries, _hook(sp, made, ops, dev, libraries))
+        _keep(signature, plan)
+        if live:
+            return _run(plan, sp, ops, name)
+    dsts = tuple([Array.empty(dt, sh, dev) for dt, sh in zip(dts, shapes, strict=True)])
+    return _ask(libraries, sp, dsts, ops, name, dev)
+
+
+def _hook(sp: Any, dsts: tuple[tuple[Dtype, Layout, int], ...], ops: Sequence[Array], dev: Rig,
+          libraries: tuple[Any, ...]) -> Hook | None:
+    """The first library's prepared hook for this signature, where it offers one
+    (an optional ``prepare`` method) and every operand is on ``dev``."""
+    if not libraries or any(o.buffer.memory.device is not dev for o in ops):
+        return None
+    lib = libraries[0]
+    # Looked up on the class: a library answering any attribute (a test
+    # double's ``__getattr__``) offers no hook it did not define.
+    if getattr(type(lib), "prepare", None) is None:
+        return None
+    hook: Hook | None = lib.prepare(sp, tuple([(dt, lay) for dt, lay, _ in dsts]),
+                                    tuple([(o.dtype, o.layout) for o in ops]), dev)
+    return hook
+
+
+def _ask(libraries: Sequence[Any], sp: Any, dsts: tuple[Array, ...], ops: Sequence[Array],
+         name: str | None, dev: Rig) -> tuple[Array, ...]:
+    """Ask each library in turn until one answers DONE; raise on a refusal, or
+    when every one declines."""
+    fn = name or f"nx.{sp.kernel}"
+    declines = []
+    for lib in libraries:
+        try:
+            answer = getattr(lib, sp.kernel)(sp, dsts, ops)
+        except (Lost, OutOfMemory):
+            raise
+        except Exception as e:
+            raise KernelError(fn, lib.name, sp.kernel, f"raised {type(e).__name__}: {e}") from e
+        if answer is Answer.DONE:
+            return dsts
+        if answer is Answer.DECLINED:
+            why = lib.statement.declines(Call(sp.kernel, sp, dsts, tuple(ops))) or "declined"
+            declines.append(f"{lib.name} declines it ({why})")
+            continue
+        if not isinstance(answer, Answer):
+            raise KernelError(fn, lib.name, sp.kernel, f"answered {answer!r}, not an Answer")
+        refused(fn, answer, ops)
+    if not libraries:
+        raise InvalidArgument(f"{fn}: no library computes on {dev.name} ({describe(ops)})")
+    raise InvalidArgument(f"{fn}: no library computes this case: {'; '.join(declines)} "
+                          f"({describe(ops)})")

@@ -1,0 +1,264 @@
+"""The caller's plans: a warm call reuses its signature's plan, and a plan
+never lets through a later call that differs in shapes, dtypes, layouts or
+device, nor one with a dead buffer, a lost device or memory held exclusive."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nxkernel_core import caller, nx, plugins, rig
+from nxkernel_core import dtype as D
+from nxkernel_core import spec as S
+from nxkernel_core.answer import Answer, InvalidArgument
+from nxkernel_core.array import Array
+from nxkernel_core.kernel import KernelError, declining_library
+from nxkernel_core.layout import Range, Slice
+from nxkernel_core.prog import Binary, Prog
+
+ADD = Prog.binary(Binary.ADD, D.float32)
+
+
+def f32(values: Sequence[float] | np.ndarray[Any, Any], dev: rig.Rig | str = "host") -> Array:
+    return nx.asarray(np.asarray(values, np.float32), device=dev)
+
+
+def bits(a: Array) -> bytes:
+    return a.to_numpy().tobytes()
+
+
+@pytest.fixture
+def other() -> Iterator[rig.Rig]:
+    dev = rig.memory_device("caller-test")
+    yield dev
+    dev.close()
+
+
+def test_a_warm_call_is_planned_and_gives_numpys_bits() -> None:
+    x, y = f32(np.linspace(-3, 5, 8)), f32(np.linspace(1, 2, 8))
+    for _ in range(3):
+        r = nx.add(x, y)
+        assert bits(r) == (x.to_numpy() + y.to_numpy()).tobytes()
+        s = nx.sum(x)
+        assert s.to_numpy() == np.float32(np.linspace(-3, 5, 8, dtype=np.float32).sum(dtype=np.float64))
+    planned = [p for p in caller._plans.values() if p.hook is not None]
+    assert planned, "the host library offers prepared map and reduce hooks"
+
+
+def test_a_plan_does_not_serve_other_shapes() -> None:
+    x8, x3 = f32(range(8)), f32(range(3))
+    nx.map(ADD, x8, x8)
+    (r,) = nx.map(ADD, x3, x3)
+    assert r.shape == (3,) and bits(r) == (2 * np.arange(3, dtype=np.float32)).tobytes()
+    with pytest.raises(InvalidArgument, match=r"^nx.map: .*\(float32 \[8\], float32 \[3\]\)$"):
+        nx.map(ADD, x8, x3)
+
+
+def test_a_plan_does_not_serve_other_dtypes() -> None:
+    x = f32(range(8))
+    nx.map(ADD, x, x)
+    f64 = nx.asarray(np.arange(8, dtype=np.float64))
+    with pytest.raises(InvalidArgument, match=r"^nx.map: .*float64 \[8\]"):
+        nx.map(ADD, f64, f64)
+    i32 = nx.asarray(np.arange(8, dtype=np.int32))
+    assert nx.add(i32, i32).dtype is D.int32
+
+
+def test_a_plan_does_not_serve_other_layouts() -> None:
+    base = np.arange(16, dtype=np.float32)
+    x = f32(base[:8])
+    nx.add(x, x)
+    whole = f32(base)
+    strided = whole.view(Slice((Range(0, 8, 2),)))  # every other element, same shape
+    offset = whole.view(Slice((Range(8, 8, 1),)))   # the second half
+    assert bits(nx.add(strided, strided)) == (2 * base[::2]).tobytes()
+    assert bits(nx.add(offset, offset)) == (2 * base[8:]).tobytes()
+    assert bits(nx.sum(strided)) == np.float32(base[::2].sum()).tobytes()
+
+
+def test_a_plan_does_not_serve_another_device(other: rig.Rig) -> None:
+    x = f32(range(8))
+    nx.add(x, x)
+    y = f32(range(8), other)
+    r = nx.add(y, y)
+    assert r.device is other and bits(r) == (2 * np.arange(8, dtype=np.float32)).tobytes()
+    with pytest.raises(InvalidArgument, match="operands are on host, caller-test"):
+        nx.add(x, y)
+
+
+def test_a_plan_does_not_serve_a_dead_buffer() -> None:
+    x = f32(range(8))
+    nx.add(x, x)
+    nx.sum(x)
+    rig.consume(x.buffer, "donated to a test")
+    with pytest.raises(InvalidArgument, match="operand 1 was consumed, donated to a test"):
+        nx.add(x, x)
+    with pytest.raises(InvalidArgument, match="consumed, donated to a test"):
+        nx.sum(x)
+
+
+def test_a_plan_does_not_serve_a_lost_device(other: rig.Rig) -> None:
+    x = f32(range(8), other)
+    nx.add(x, x)
+    other.lose("a test pulled it")
+    with pytest.raises(rig.Lost, match="a test pulled it"):
+        nx.add(x, x)
+
+
+def test_a_plan_does_not_serve_memory_held_exclusive() -> None:
+    x = f32(range(8))
+    nx.add(x, x)
+    with rig.with_claims(donate=[x.buffer]) as held:
+        assert held.exclusive(x.buffer)
+        with pytest.raises(InvalidArgument, match="held exclusive"):
+            nx.add(x, x)
+    assert x.buffer.memory.readers == 0 and x.buffer.memory.writers == 0
+    assert bits(nx.add(x, x)) == (2 * np.arange(8, dtype=np.float32)).tobytes()
+
+
+def test_a_warm_call_releases_its_claims_even_when_the_hook_fails() -> None:
+    x = f32(range(8))
+    nx.add(x, x)
+    key, plan = next((k, p) for k, p in caller._plans.items()
+                     if p.hook is not None and k[0] == nx._map_spec(Binary.ADD, D.float32))
+
+    def failing(sp: Any, dsts: Sequence[Array], ops: Sequence[Array]) -> None:
+        assert ops[0].buffer.memory.readers == 2  # one read claim per operand
+        raise RuntimeError("hook failed")
+
+    # A Plan is write-once: a failing one takes its place in the table.
+    caller._plans[key] = caller.Plan(plan.registry, plan.device, None, plan.dsts,
+                                     plan.libraries, failing)
+    try:
+        with pytest.raises(KernelError, match="raised RuntimeError: hook failed"):
+            nx.add(x, x)
+    finally:
+        del caller._plans[key]
+    assert x.buffer.memory.readers == 0
+
+
+class _Spy:
+    """A library answering DONE to every kernel, recording each kernel it is asked."""
+
+    def __init__(self) -> None:
+        self.name = "spy"
+        self.statement = declining_library("spy").statement
+        self.calls: list[str] = []
+
+    def computes_on(self, device: rig.Rig) -> bool:
+        return True
+
+    def __getattr__(self, kernel: str) -> Any:
+        def run(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+            self.calls.append(kernel)
+            return Answer.DONE
+        return run
+
+
+class _Registry:
+    def __init__(self, lib: Any) -> None:
+        self.lib = lib
+
+    def libraries_for(self, device: rig.Rig) -> tuple[Any, ...]:
+        return (self.lib,)
+
+
+def test_a_plan_made_under_one_discovery_is_not_used_under_another(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    x = f32(range(8))
+    nx.add(x, x)  # planned under the real registry, with the host's hook
+    spy = _Spy()
+    monkeypatch.setattr(plugins, "discover", lambda refresh=False: _Registry(spy))
+    nx.add(x, x)
+    nx.add(x, x)
+    assert spy.calls == ["map", "map"]
+
+
+def test_a_call_with_no_operand_plans_by_its_device(other: rig.Rig) -> None:
+    sp = S.Assemble((2,), b"\x00\x00\x80\x3f", ())
+    a = nx.call(sp, dtypes=(D.float32,), device=rig.host)[0]
+    b = nx.call(sp, dtypes=(D.float32,), device=other)[0]
+    assert a.device is rig.host and b.device is other
+    assert bits(a) == bits(b) == np.ones(2, np.float32).tobytes()
+
+
+class _Preparing(_Spy):
+    """A spy that prepares a hook per signature; each hook checks that every
+    call it gets has the signature it was prepared for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prepared: list[tuple[tuple[tuple[D.Dtype, Any], ...], rig.Rig]] = []
+
+    def prepare(self, spec: Any, dsts: tuple[tuple[D.Dtype, Any], ...],
+                operands: tuple[tuple[D.Dtype, Any], ...], device: rig.Rig) -> Any:
+        self.prepared.append((operands, device))
+
+        def hook(sp: Any, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+            assert sp == spec
+            assert tuple((o.dtype, o.layout) for o in ops) == operands
+            assert all(o.device is device for o in ops)
+            assert tuple((d.dtype, d.layout) for d in ds) == dsts
+            self.calls.append("hook")
+
+        return hook
+
+
+def test_a_hook_only_gets_calls_of_the_signature_it_was_prepared_for(
+        monkeypatch: pytest.MonkeyPatch, other: rig.Rig) -> None:
+    lib = _Preparing()
+    registry = _Registry(lib)
+    monkeypatch.setattr(plugins, "discover", lambda refresh=False: registry)
+    whole = f32(range(16))
+    x = f32(range(8))
+    strided = whole.view(Slice((Range(0, 8, 2),)))
+    y = f32(range(8), other)
+    for a in (x, x, strided, strided, y, y, x):
+        nx.map(ADD, a, a)
+    assert lib.calls == ["hook"] * 7
+    assert [dev.name for _, dev in lib.prepared] == ["host", "host", "caller-test"]
+    assert [ops[0][1].strides for ops, _ in lib.prepared] == [(1,), (2,), (1,)]
+
+
+
+def _specs(dt: D.Dtype, rank: int) -> list[Any]:
+    """Map and reduce specs of one ``dt`` operand of ``rank``, as nx's calls make them."""
+    specs: list[Any] = [nx._cast_spec(dt, D.float64)]
+    if dt is not D.bool_:
+        specs += [nx._map_spec(Binary.ADD, dt), nx._map_spec(Binary.MUL, dt)]
+    reductions: list[Any] = [S.Monoid.MAX, S.Monoid.MIN]
+    if dt is not D.bool_:
+        reductions += [S.Monoid.SUM, S.Monoid.PROD]
+    if not dt.is_complex:
+        reductions += [S.Arg(S.Extreme.MAX), S.Arg(S.Extreme.MIN)]
+    if dt.is_float:
+        reductions += [S.LOGSUMEXP, S.MOMENTS]
+    for axes in {tuple(range(rank)), tuple(range(rank))[1:], tuple(range(rank))[:1]}:
+        specs += [nx._reduce_spec(dt, axes, r, dt) for r in reductions]
+    return specs
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "complex64", "bool"])
+def test_a_prepared_hook_gives_the_kernel_methods_bits(dtype: str) -> None:
+    """A warm call (the plan's prepared hook) gives the bits the host library's
+    kernel method (its full path) gives the same spec and operands."""
+    host = plugins.discover().library("host")
+    rng = np.random.default_rng(7)
+    dt = D.by_name(dtype)
+    for shape in ((8,), (3, 5), (2, 3, 4), ()):
+        raw = rng.standard_normal(shape) * 4
+        x = nx.asarray(raw.astype(np.bool_) if dt is D.bool_ else raw, dt)
+        for spec in _specs(dt, len(shape)):
+            ops = [x] * spec.n_operands()
+            with np.errstate(all="ignore"):
+                nx.call(spec, *ops)
+                warm = nx.call(spec, *ops)
+            key = (spec, None, None, *[v for o in ops for v in (o.dtype, o.layout, o.device)])
+            assert caller._plans[key].hook is not None, spec
+            dsts = [Array.empty(w.dtype, w.shape) for w in warm]
+            assert getattr(host, spec.kernel)(spec, dsts, ops) is Answer.DONE
+            for w, d in zip(warm, dsts, strict=True):
+                assert w.to_numpy().tobytes() == d.to_numpy().tobytes(), (spec, shape)
