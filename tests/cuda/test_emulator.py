@@ -36,10 +36,13 @@ def test_barrier_and_dynamic_shared_memory(emu: EmuDevice, probe_source: Source)
     assert np.array_equal(out.to_numpy(), x.reshape(3, 96)[:, ::-1].reshape(-1))
 
 
-def test_a_write_past_the_launchs_dynamic_shared_memory_faults(emu: EmuDevice, probe_source: Source) -> None:
+def test_a_write_past_the_launchs_dynamic_shared_memory_faults(emu: EmuDevice, probe_source: Source,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A block that writes past the dynamic shared memory its launch asked for
     (96 ints into 64 ints' room) faults at the first such write, thread 64's,
-    as it would on a GPU, instead of writing into the emulator's spare room."""
+    as it would on a GPU, instead of writing into the emulator's spare room
+    (the memory checker's finding, so built with it on)."""
+    monkeypatch.setenv(driver.MEMCHECK_VARIABLE, "1")
     x = np.arange(96, dtype=np.int32)
     _xs, xp = _on(emu, x)
     _out, op = _zeros(emu, x.size)
