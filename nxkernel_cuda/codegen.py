@@ -57,6 +57,7 @@ from typing import Final, final
 
 from nxkernel_core import dtype as D
 from nxkernel_core.dtype import Dtype, Kind
+from nxkernel_core.kernel import KIND_ULPS
 from nxkernel_core.prog import (
     TRANSCENDENTAL,
     Binary,
@@ -79,6 +80,7 @@ __all__ = [
     "ATTN_WORDS_FIXED",
     "SCALARS",
     "TERM_CODE",
+    "ULPS",
     "Scalar",
     "code_expr",
     "eval_code",
@@ -198,6 +200,11 @@ def of_code_expr(dt: Dtype, code: str) -> str:
 # --------------------------------------------------------------------------
 # Nodes
 # --------------------------------------------------------------------------
+
+#: The bounds in ulps of the inexact kinds by float dtype (``Statement.ulps``):
+#: float64 libdevice's (a GPU) or the C library's (cuda-emu), at most 2 each;
+#: float32 and the narrow floats compute in double and round once, within 1.
+ULPS: Final = {dt.name: {k: 2 if dt is D.float64 else 1 for k in KIND_ULPS} for dt in D.all if dt.is_float}
 
 #: Each a function of a double; Sin, Cos and Tan reduce huge arguments
 #: themselves (``kernels/nxk_trig.cuh``), where the C library's reduction errs.

@@ -3,7 +3,7 @@
 Each family module (``elementwise``, ``reductions``, ``moves``, ...) exports a
 ``FAMILY`` of this type: its kernels by name, each kernel's statement, and the
 parts of the library's statement the family states (association, algorithms,
-open choices). ``library`` assembles the families into one library.
+open choices, ulps). ``library`` assembles the families into one library.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ class Family:
     open_choices: Mapping[str, str] = field(default_factory=dict)
     #: e(K, accumulator dtype), stated by the family that computes contractions.
     error_factor: Callable[[int, Dtype], float] | None = None
+    #: The ulps of the inexact kinds (``Statement.ulps``), stated by the family
+    #: whose kernels compute programs' kinds.
+    ulps: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if set(self.kernels) != set(self.statements):

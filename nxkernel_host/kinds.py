@@ -78,6 +78,7 @@ _INEXACT: Final = (*(k.name.lower() for k in sorted(TRANSCENDENTAL, key=lambda k
 ULPS: Final[Mapping[str, Mapping[str, int]]] = {
     "float64": {k: 2 for k in _INEXACT},
     "float32": {k: 1 for k in _INEXACT},
+    **{dt.name: {k: 1 for k in _INEXACT} for dt in D.all if dt.is_float and dt.bits < 32},
 }
 
 _F32: Final = np.dtype(np.float32)

@@ -10,7 +10,7 @@ A kernel no family computes declines every case, and the statement says so.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from nxkernel_core.answer import Answer
@@ -63,12 +63,14 @@ class HostLibrary:
         algorithms: dict[str, str] = {}
         open_choices: dict[str, str] = {}
         error_factor: Callable[[int, Dtype], float] = _ceiling
+        ulps: dict[str, Mapping[str, int]] = {}
         for fam in _load_families():
             kernels.update(fam.kernels)
             statements.update(fam.statements)
             association.update(fam.association)
             algorithms.update(fam.algorithms)
             open_choices.update(fam.open_choices)
+            ulps.update(fam.ulps)
             if fam.error_factor is not None:
                 error_factor = fam.error_factor
         for k in KERNEL_NAMES:
@@ -85,6 +87,7 @@ class HostLibrary:
             algorithms=algorithms,
             open_choices=open_choices,
             concurrent=True,
+            ulps=ulps,
         )
         for k in KERNEL_NAMES:
             setattr(self, k, kernels[k])
