@@ -52,10 +52,10 @@ def _two_product(a: Arr, b: Arr) -> tuple[Arr, Arr]:
 
 def exact_outputs(spec: S.Contract, case_ops: list[Arr], a_dt: Dtype, b_dt: Dtype,
                   a_scale: Arr | None = None, b_scale: Arr | None = None
-                  ) -> tuple[tuple[int, ...], list[Any], list[float], list[int], list[bool]]:
+                  ) -> tuple[tuple[int, ...], list[Any], list[float], list[int], list[float]]:
     """Each output's exact value (float64, complex128 or a Python int), its
-    |init| + Σ|a||b|, its number of products K and whether its init and
-    factors are all finite."""
+    |init| + Σ|a||b|, its number of products K, and that magnitude over its
+    finite init and its products of finite factors alone."""
     a, b = case_ops[0], case_ops[1]
     init = case_ops[2] if spec.init else None
     ids = case_ops[-1] if spec.segments is not None else None
@@ -65,11 +65,11 @@ def exact_outputs(spec: S.Contract, case_ops: list[Arr], a_dt: Dtype, b_dt: Dtyp
     exact: list[Any] = []
     mags: list[float] = []
     ks: list[int] = []
-    finite: list[bool] = []
+    finite: list[float] = []
     for i, products in enumerate(outputs):
         ks.append(len(products))
         if acc.is_int:
-            finite.append(True)
+            finite.append(0.0)
             lo, hi = acc.int_range
             total = sum(int(x) * int(y) for x, y in products)
             if init_flat is not None:
@@ -81,7 +81,10 @@ def exact_outputs(spec: S.Contract, case_ops: list[Arr], a_dt: Dtype, b_dt: Dtyp
         bv = np.asarray([y for _, y in products], dtype=av.dtype)
         init_v = complex(init_flat[i]) if (init_flat is not None and acc.is_complex) else (
             float(init_flat[i]) if init_flat is not None else 0.0)
-        finite.append(bool(np.isfinite(av).all() and np.isfinite(bv).all() and np.isfinite(init_v)))
+        with np.errstate(all="ignore"):
+            both = np.isfinite(av) & np.isfinite(bv)
+            finite.append(float((abs(init_v) if np.isfinite(init_v) else 0.0)
+                                + np.sum(np.abs(av[both]) * np.abs(bv[both]))))
         if acc.is_complex:
             parts = []
             for sign_re, (x1, y1), (x2, y2) in ((1, (av.real, bv.real), (av.imag, bv.imag)),
@@ -124,11 +127,12 @@ def check_contract(subject: Subject, spec: S.Contract, dst: Dtype, got: Arr, ops
     """Every output against the exact sum of its products and init: integers
     exactly (wrapping in the accumulator), floats within e(K)(|init| +
     Σ|a||b|) with e the library's own error factor, then rounded into dst.
-    The bound holds "barring overflow and underflow": an output of finite
-    init and factors whose |init| + Σ|a||b| reaches half the accumulator's
-    largest value is not judged (a product or a partial sum may overflow),
-    and each part's 4K + 4 roundings may each err by half the accumulator's
-    smallest subnormal more (and the destination's rounding by half its own)."""
+    The bound holds "barring overflow and underflow": an output whose finite
+    terms' |init| + Σ|a||b| reaches half the accumulator's largest value is
+    not judged (a product or a partial sum of them may overflow, to an
+    infinity that may meet an infinite term's of the other sign), and each
+    part's 4K + 4 roundings may each err by half the accumulator's smallest
+    subnormal more (and the destination's rounding by half its own)."""
     shape, exact, mags, ks, finite = exact_outputs(spec, ops, a_dt, b_dt, a_scale, b_scale)
     flat = np.asarray(got).reshape(-1)
     acc = spec.acc
@@ -137,7 +141,7 @@ def check_contract(subject: Subject, spec: S.Contract, dst: Dtype, got: Arr, ops
             wi = np.asarray([want], dtype=object).astype(dst.numpy_dtype)
             assert_bits(dst, flat[i:i + 1], wi, f"{what}: output {i} ({k} products)")
             continue
-        if finite[i] and not m < _largest(acc) / 2:
+        if not finite[i] < _largest(acc) / 2:
             continue  # barring overflow
         ok: bool
         e = subject.library.statement.error_factor(k, acc)
