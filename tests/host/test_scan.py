@@ -342,3 +342,11 @@ def test_an_extreme_of_e5m2_infinity_rounds_into_the_destination() -> None:
     rest = Array.from_numpy(np.ascontiguousarray(x[:, 3:]), dtype=e5m2)
     carried = scan(rest, 1, MAX, carry=np.array([np.inf], np.float32))[0]
     assert carried.view(np.uint8)[0, 0] == 0x7B and np.isnan(carried[0, 1])  # any NaN for a NaN
+
+
+def test_a_moments_carry_whose_count_cancels_the_terms_makes_no_error() -> None:
+    # Count -1 beside one term: Chan's merge divides by a count of +0, which is
+    # IEEE's infinity (as on a GPU), never a ZeroDivisionError.
+    a = Array.from_numpy(np.array([[2.0, 3.0]]))
+    mean, _ = scan(a, 1, S.MOMENTS, carry=np.array([[-1.0, 5.0, 0.0]]))
+    assert mean[0, 0] == -math.inf  # 5 + (2 - 5)·(1 / +0)
