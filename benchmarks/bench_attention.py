@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.machine import Watch
+from benchmarks.timing import check_within, failed_row, gamma
 from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
@@ -37,7 +39,6 @@ from nxkernel_core.array import Array
 from nxkernel_core.kernel import Library, check_library
 from nxkernel_core.prog import Prog
 from nxkernel_host import lanes
-from nxkernel_host.blas import pinned_blas
 from nxkernel_host.library import library
 
 LIB: Library = check_library(library)
@@ -85,14 +86,16 @@ def _peak(f: Callable[[], Any]) -> int:
 
 @contextlib.contextmanager
 def _threads(n: int) -> Iterator[None]:
-    """Ours on n threads, PyTorch's intra-op pool on n, and NumPy's BLAS on one
-    thread where n is 1."""
+    """Ours on n threads, PyTorch's intra-op pool on n, and NumPy's BLAS (the
+    textbook version's) on n."""
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
     previous = lanes.set_workers(n)
     torch_previous = torch.get_num_threads() if torch is not None else 0
     if torch is not None:
         torch.set_num_threads(n)
     try:
-        with pinned_blas if n == 1 else contextlib.nullcontext():
+        with threadpool_limits(n, user_api="blas"):
             yield
     finally:
         lanes.set_workers(previous)
@@ -121,6 +124,24 @@ def _textbook(q: Arr, k: Arr, v: Arr, scale: float, causal: bool) -> tuple[Arr, 
     e = np.exp(s - m)
     total = e.sum(axis=-1, keepdims=True)
     return (e / total) @ v, (m + np.log(total))[..., 0]
+
+
+def _check(name: str, ours: Callable[[], None], o: Array, lse: Array,
+           textbook: Callable[[], tuple[Arr, Arr]], q: Arr, k: Arr, v: Arr, scale: float) -> None:
+    """Ours against the textbook version before timing: each o element within
+    both sides' weight and sum errors (the host's stated ε and e(tk), to first
+    order: (4b + 2 ln tk + 16)·u + 2γ(tk), relative to max|v|), each lse
+    within (4b + 2 ln tk + 16)·u·max(1, |lse|); b bounds the scores."""
+    ours()
+    want_o, want_lse = textbook()
+    tk = k.shape[-2]
+    b = scale * float(np.max(np.linalg.norm(q, axis=-1))) * float(np.max(np.linalg.norm(k, axis=-1)))
+    u = float(np.finfo(np.float32).eps) / 2
+    weights = (4 * b + 2 * math.log(tk) + 16) * u
+    what = f"bench_attention: {name}: nxkernel and the textbook version"
+    check_within(what, o.to_numpy(), want_o, (weights + 2 * gamma(tk, np.float32))
+                 * float(np.max(np.abs(v))))
+    check_within(what, lse.to_numpy(), want_lse, weights * np.maximum(1.0, np.abs(want_lse)))
 
 
 def _case(t: int, d: int, causal: bool, hk: int, page: int | None, threads: int,
@@ -157,11 +178,19 @@ def _case(t: int, d: int, causal: bool, hk: int, page: int | None, threads: int,
         return keys
 
     if page is None:
-        def textbook() -> None:
-            _textbook(q, k, v, scale, causal)
+        def textbook() -> tuple[Arr, Arr]:
+            return _textbook(q, k, v, scale, causal)
     else:
-        def textbook() -> None:
-            _textbook(q, gather(k_pool, table), gather(v_pool, table), scale, causal)
+        def textbook() -> tuple[Arr, Arr]:
+            return _textbook(q, gather(k_pool, table), gather(v_pool, table), scale, causal)
+
+    kind = ("causal" if causal else "full") + (f" gqa{hq}/{hk}" if hk != hq else "") + (
+        f" paged{page}" if page else "")
+    name, size = f"attention {kind} d{d} {threads}t", f"T={t}"
+    try:
+        _check(name, ours, o, lse, textbook, q, k, v, scale)
+    except AssertionError as err:
+        return failed_row(name, size, "float32", str(err))
 
     fns: list[Callable[[], Any]] = [ours, textbook]
     if torch is not None:
@@ -183,16 +212,15 @@ def _case(t: int, d: int, causal: bool, hk: int, page: int | None, threads: int,
     # One thread: all three run on the calling thread, so its CPU time is their
     # time, whatever else loads the machine; two threads: wall time.
     clock = time.thread_time if threads == 1 else time.perf_counter
-    with _threads(threads):
+    with _threads(threads), Watch() as watch:
         times = _best(fns, repeats, clock)
         peaks = [_peak(f) for f in fns[:2]] if peak else None
-    kind = ("causal" if causal else "full") + (f" gqa{hq}/{hk}" if hk != hq else "") + (
-        f" paged{page}" if page else "")
     row: dict[str, Any] = {
-        "name": f"attention {kind} d{d} {threads}t", "size": f"T={t}", "dtype": "float32",
+        "name": name, "size": size, "dtype": "float32",
         "ours_s": times[0], "numpy_s": times[1], "ratio": times[1] / times[0],
         "torch_s": times[2] if torch is not None else None,
         "ratio_torch": times[2] / times[0] if torch is not None else None,
+        "failed": None, "loaded": watch.loaded, "others_cores": watch.others_cores,
     }
     if peaks is not None:
         row["ours_peak_bytes"], row["numpy_peak_bytes"] = peaks
@@ -227,17 +255,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows = run(args.quick)
     for r in rows:
+        if r["failed"]:
+            print(f"{r['name']:<36} {r['size']:<7} FAILED: {r['failed']}", flush=True)
+            continue
         torch_part = ("" if r["torch_s"] is None else
                       f"  torch {1e3 * r['torch_s']:8.1f} ms  {r['ratio_torch']:5.2f}x")
         mem = ("" if "ours_peak_bytes" not in r else
                f"  peak {r['ours_peak_bytes'] / 2**20:.0f} / {r['numpy_peak_bytes'] / 2**20:.0f} MiB")
         print(f"{r['name']:<36} {r['size']:<7} ours {1e3 * r['ours_s']:8.1f} ms  "
-              f"numpy {1e3 * r['numpy_s']:8.1f} ms  {r['ratio']:5.2f}x{torch_part}{mem}",
-              flush=True)
+              f"numpy {1e3 * r['numpy_s']:8.1f} ms  {r['ratio']:5.2f}x{torch_part}{mem}"
+              f"{'  (loaded)' if r['loaded'] else ''}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2)
-    return 0
+    return 1 if any(r["failed"] for r in rows) else 0
 
 
 if __name__ == "__main__":

@@ -66,9 +66,11 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
         sync_cupy()
         return r
 
-    ours_map()
-    timing.check_bits("bench_cuda: map: nx.cuda and CuPy", out.to_numpy(), cp.asnumpy(cupy_map()))
-    rows.append(timing.row("map a*b+c vs cupy", n, "float32", ours_map, cupy_map, repeats))
+    def check_map() -> None:
+        ours_map()
+        timing.check_bits("bench_cuda: map: nx.cuda and CuPy", out.to_numpy(), cp.asnumpy(cupy_map()))
+
+    rows.append(timing.row("map a*b+c vs cupy", n, "float32", ours_map, cupy_map, repeats, check=check_map))
 
     # sum, in lane order.
     ident = Prog([D.float32], [In(0)], [0])
@@ -84,10 +86,12 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
         sync_cupy()
         return r
 
-    ours_sum()
-    timing.check_close("bench_cuda: sum: nx.cuda and CuPy",
-                       total.to_numpy(), cp.asnumpy(cupy_sum()), 1e-5, rtol=1e-5)
-    rows.append(timing.row("sum vs cupy", n, "float32", ours_sum, cupy_sum, repeats))
+    def check_sum() -> None:
+        ours_sum()
+        timing.check_close("bench_cuda: sum: nx.cuda and CuPy",
+                           total.to_numpy(), cp.asnumpy(cupy_sum()), 1e-5, rtol=1e-5)
+
+    rows.append(timing.row("sum vs cupy", n, "float32", ours_sum, cupy_sum, repeats, check=check_sum))
 
     # logsumexp: the maximum, then Σ exp(x − m) in float64 lane order (CuPy: the
     # same two passes as its own kernels, max then log(sum(exp(x − m))) + m).
@@ -104,10 +108,12 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
         sync_cupy()
         return r
 
-    ours_lse()
-    timing.check_close("bench_cuda: logsumexp: nx.cuda and CuPy",
-                       lse.to_numpy(), cp.asnumpy(cupy_lse()), 1e-5, rtol=1e-5)
-    rows.append(timing.row("logsumexp vs cupy", n, "float32", ours_lse, cupy_lse, repeats))
+    def check_lse() -> None:
+        ours_lse()
+        timing.check_close("bench_cuda: logsumexp: nx.cuda and CuPy",
+                           lse.to_numpy(), cp.asnumpy(cupy_lse()), 1e-5, rtol=1e-5)
+
+    rows.append(timing.row("logsumexp vs cupy", n, "float32", ours_lse, cupy_lse, repeats, check=check_lse))
 
     # cumsum, by the odd/even network.
     scanned = Array.empty(D.float32, (n,), dev)
@@ -122,10 +128,12 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
         sync_cupy()
         return r
 
-    ours_scan()
-    timing.check_close("bench_cuda: cumsum: nx.cuda and CuPy",
-                       scanned.to_numpy(), cp.asnumpy(cupy_scan()), 1e-5, rtol=1e-5)
-    rows.append(timing.row("cumsum vs cupy", n, "float32", ours_scan, cupy_scan, repeats))
+    def check_scan() -> None:
+        ours_scan()
+        timing.check_close("bench_cuda: cumsum: nx.cuda and CuPy",
+                           scanned.to_numpy(), cp.asnumpy(cupy_scan()), 1e-5, rtol=1e-5)
+
+    rows.append(timing.row("cumsum vs cupy", n, "float32", ours_scan, cupy_scan, repeats, check=check_scan))
 
     # a stable sort: values and positions (CuPy: a stable argsort, then a take).
     values = Array.empty(D.float32, (n,), dev)
@@ -142,12 +150,15 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
         sync_cupy()
         return r
 
-    ours_sort()
-    cv, cpos = cupy_sort()
-    timing.check_bits("bench_cuda: sort values: nx.cuda and CuPy", values.to_numpy(), cp.asnumpy(cv))
-    timing.check_bits("bench_cuda: sort positions: nx.cuda and CuPy",
-                      positions.to_numpy(), cp.asnumpy(cpos).astype(np.int64))
-    rows.append(timing.row("sort (values, positions) vs cupy", n, "float32", ours_sort, cupy_sort, repeats))
+    def check_sort() -> None:
+        ours_sort()
+        cv, cpos = cupy_sort()
+        timing.check_bits("bench_cuda: sort values: nx.cuda and CuPy", values.to_numpy(), cp.asnumpy(cv))
+        timing.check_bits("bench_cuda: sort positions: nx.cuda and CuPy",
+                          positions.to_numpy(), cp.asnumpy(cpos).astype(np.int64))
+
+    rows.append(timing.row("sort (values, positions) vs cupy", n, "float32", ours_sort, cupy_sort, repeats,
+                           check=check_sort))
 
     # gather at random positions.
     index = rng.integers(0, n, size=n).astype(np.int64)
@@ -163,9 +174,12 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
         sync_cupy()
         return r
 
-    ours_gather()
-    timing.check_bits("bench_cuda: gather: nx.cuda and CuPy", taken.to_numpy(), cp.asnumpy(cupy_gather()))
-    rows.append(timing.row("gather (random) vs cupy", n, "float32", ours_gather, cupy_gather, repeats))
+    def check_gather() -> None:
+        ours_gather()
+        timing.check_bits("bench_cuda: gather: nx.cuda and CuPy", taken.to_numpy(), cp.asnumpy(cupy_gather()))
+
+    rows.append(timing.row("gather (random) vs cupy", n, "float32", ours_gather, cupy_gather, repeats,
+                           check=check_gather))
     return rows
 
 

@@ -90,11 +90,13 @@ def _bf16_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, 
     tb = torch.from_numpy(b.view(np.int16)).view(torch.bfloat16).cuda()
     spec = S.Contract((), ((1, 0),), D.float32)
     ours, theirs = _against_torch_matmul(dev, spec, out, [ga, gb], ta, tb)
-    ours()
-    want = theirs().float().cpu().numpy()
-    timing.check_close("bench_cuda_gemm: bf16 gemm: nx.cuda and cuBLAS",
-                       out.to_numpy().astype(np.float32), want, 2.0**-6, by="norm")
-    rows = [timing.row("gemm bf16->f32->bf16 vs torch", n, "bfloat16", ours, theirs, repeats)]
+    def check() -> None:
+        ours()
+        want = theirs().float().cpu().numpy()
+        timing.check_close("bench_cuda_gemm: bf16 gemm: nx.cuda and cuBLAS",
+                           out.to_numpy().astype(np.float32), want, 2.0**-6, by="norm")
+
+    rows = [timing.row("gemm bf16->f32->bf16 vs torch", n, "bfloat16", ours, theirs, repeats, check=check)]
 
     # Grouped: row r of a [n, k] multiplies b[ids[r]] of b [g, k, m]; rows shuffled over the groups.
     k, m = n // 4, n // 4
@@ -121,12 +123,14 @@ def _bf16_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, 
         torch.cuda.synchronize()
         return r
 
-    ours_grouped()
-    timing.check_close("bench_cuda_gemm: grouped bf16 gemm: nx.cuda and cuBLAS",
-                       grouped.to_numpy().astype(np.float32), theirs_grouped().float().cpu().numpy(),
-                       2.0**-6, by="norm")
+    def check_grouped() -> None:
+        ours_grouped()
+        timing.check_close("bench_cuda_gemm: grouped bf16 gemm: nx.cuda and cuBLAS",
+                           grouped.to_numpy().astype(np.float32), theirs_grouped().float().cpu().numpy(),
+                           2.0**-6, by="norm")
+
     rows.append(timing.row(f"grouped gemm bf16->f32->bf16 ({GROUPS} groups) vs torch", n, "bfloat16",
-                           ours_grouped, theirs_grouped, repeats))
+                           ours_grouped, theirs_grouped, repeats, check=check_grouped))
     return rows
 
 
@@ -153,11 +157,14 @@ def _mxfp8_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, 
     ta = torch.from_numpy(fa).cuda().to(torch.bfloat16)  # exact: 4 significant bits, in range
     tb = torch.from_numpy(fb).cuda().to(torch.bfloat16)
     ours, theirs = _against_torch_matmul(dev, spec, out, ops, ta, tb)
-    ours()
-    timing.check_close("bench_cuda_gemm: MXFP8 gemm: nx.cuda and cuBLAS on dequantised operands",
-                       out.to_numpy().astype(np.float32), theirs().float().cpu().numpy(), 2.0**-6, by="norm")
+    def check() -> None:
+        ours()
+        timing.check_close("bench_cuda_gemm: MXFP8 gemm: nx.cuda and cuBLAS on dequantised operands",
+                           out.to_numpy().astype(np.float32), theirs().float().cpu().numpy(), 2.0**-6,
+                           by="norm")
+
     return [timing.row("gemm mxfp8 (e4m3, e8m0 blocks of 32)->f32->bf16 vs torch bf16 dequantised", n,
-                       "float8_e4m3fn", ours, theirs, repeats)]
+                       "float8_e4m3fn", ours, theirs, repeats, check=check)]
 
 
 def _f32_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
@@ -181,10 +188,12 @@ def _f32_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, An
         cp.cuda.get_current_stream().synchronize()
         return r
 
-    ours()
-    timing.check_close("bench_cuda_gemm: f32 gemm: nx.cuda and cuBLAS",
-                       out.to_numpy(), cp.asnumpy(theirs()), 1e-4, by="norm")
-    return [timing.row("gemm f32 vs cupy", n, "float32", ours, theirs, repeats)]
+    def check() -> None:
+        ours()
+        timing.check_close("bench_cuda_gemm: f32 gemm: nx.cuda and cuBLAS",
+                           out.to_numpy(), cp.asnumpy(theirs()), 1e-4, by="norm")
+
+    return [timing.row("gemm f32 vs cupy", n, "float32", ours, theirs, repeats, check=check)]
 
 
 def run(quick: bool) -> list[dict[str, Any]]:

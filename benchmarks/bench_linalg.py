@@ -11,29 +11,63 @@ process; times are medians. ``ratio`` is the reference's time over ours (above
 Our kernels pin OpenBLAS to one thread per call and parallelise contractions
 themselves (fixed chunks of rows on a thread pool), so their bits do not
 depend on thread counts; NumPy's routines use OpenBLAS's own threads.
+
+Each row checks ours against the reference before timing: contractions
+within both sides' largest allowed e(K) = γ(2K + 2) of Σ|a||b| per output;
+transforms normwise within twice the host's stated ε(n)·√n; routines by what
+their open choices leave fixed (cholesky's factor, r's magnitudes, singular
+values and eigenvalues) within a few n·u of the matrix's norm.
 """
 
 from __future__ import annotations
 
+import math
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import scipy.fft
 
+from benchmarks import timing
+from benchmarks.timing import Check, check_close, check_within, gamma
 from benchmarks.timing import row as _row
 from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
+from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_host.contraction import FAMILY as CONTRACTION
-from nxkernel_host.fourier import FAMILY as FOURIER
-from nxkernel_host.matrices import FAMILY as MATRICES
+from nxkernel_core.plugins import discover
 
 LIBRARY = "host"
+
+Arr = np.ndarray[Any, Any]
+
+
+def _products(what: str, call: Callable[[], object], dst: Array, want: Callable[[], Arr],
+              mass: Arr, k: int) -> Check:
+    """A contraction row's check: ours and the reference each within the
+    contract's largest e(K) = γ(2K + 2) (float32) of ``mass`` (Σ|a||b| per
+    output) of the exact sum, so within twice that of each other."""
+    def check() -> None:
+        assert call() is Answer.DONE, f"{what}: nxkernel did not compute"
+        check_within(what, dst.to_numpy(), want(), 2 * gamma(2 * k + 2, np.float32) * mass)
+
+    return check
+
+
+def _agrees(what: str, call: Callable[[], object], compare: Callable[[], None]) -> Check:
+    """A row's check: one call of ours, then ``compare`` (raising
+    AssertionError where the sides disagree)."""
+    def check() -> None:
+        assert call() is Answer.DONE, f"{what}: nxkernel did not compute"
+        compare()
+
+    return check
 
 
 def _contract_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
     rng = np.random.default_rng(0)
-    contract = CONTRACTION.kernels["contract"]
+    contract = discover().library("host").contract
     rows = []
 
     n = 256 if quick else 1024
@@ -41,8 +75,10 @@ def _contract_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
     b = rng.standard_normal((n, n)).astype(np.float32)
     xa, xb, dst = Array.from_numpy(a), Array.from_numpy(b), Array.empty(D.float32, (n, n))
     spec = S.Contract((), ((1, 0),), D.float32)
-    rows.append(_row("contract matmul", n, "float32",
-                     lambda: contract(spec, [dst], [xa, xb]), lambda: a @ b, repeats))
+    matmul = lambda: contract(spec, [dst], [xa, xb])  # noqa: E731
+    rows.append(_row("contract matmul", n, "float32", matmul, lambda: a @ b, repeats,
+                     check=_products("bench_linalg: matmul: nxkernel and NumPy", matmul, dst,
+                                     lambda: a @ b, np.abs(a) @ np.abs(b), n)))
 
     batch, m = (8, 64) if quick else (64, 128)
     ba = rng.standard_normal((batch, m, m)).astype(np.float32)
@@ -50,8 +86,11 @@ def _contract_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
     xba, xbb = Array.from_numpy(ba), Array.from_numpy(bb)
     bdst = Array.empty(D.float32, (batch, m, m))
     bspec = S.Contract(((0, 0),), ((2, 1),), D.float32)
-    rows.append(_row("contract batched matmul", batch * m, "float32",
-                     lambda: contract(bspec, [bdst], [xba, xbb]), lambda: ba @ bb, repeats))
+    batched = lambda: contract(bspec, [bdst], [xba, xbb])  # noqa: E731
+    rows.append(_row("contract batched matmul", batch * m, "float32", batched, lambda: ba @ bb,
+                     repeats, check=_products("bench_linalg: batched matmul: nxkernel and NumPy",
+                                              batched, bdst, lambda: ba @ bb,
+                                              np.abs(ba) @ np.abs(bb), m)))
 
     # MXFP8: e4m3 operands with e8m0 scales per 32 along K.
     k = n
@@ -64,13 +103,19 @@ def _contract_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
     mspec = S.Contract((), ((1, 0),), D.float32,
                        scales=(S.ScaleKind.EXPONENT, S.ScaleKind.EXPONENT))
 
-    def dequantised() -> object:
+    def dequantised() -> Arr:
         fa = qa.astype(np.float32) * np.exp2(np.repeat(sa.astype(np.float32) - 127, 32, axis=1))
         fb = qb.astype(np.float32) * np.exp2(np.repeat(sb.astype(np.float32) - 127, 32, axis=0))
-        return fa @ fb
+        product: Arr = fa @ fb
+        return product
 
-    rows.append(_row("contract mxfp8 vs dequantise+matmul", n, "float8_e4m3fn",
-                     lambda: contract(mspec, [dst], ops), dequantised, repeats))
+    mx = lambda: contract(mspec, [dst], ops)  # noqa: E731
+    fa = qa.astype(np.float64) * np.exp2(np.repeat(sa.astype(np.float64) - 127, 32, axis=1))
+    fb = qb.astype(np.float64) * np.exp2(np.repeat(sb.astype(np.float64) - 127, 32, axis=0))
+    mass = np.abs(fa) @ np.abs(fb)
+    rows.append(_row("contract mxfp8 vs dequantise+matmul", n, "float8_e4m3fn", mx, dequantised,
+                     repeats, check=_products("bench_linalg: mxfp8: nxkernel and NumPy", mx, dst,
+                                              dequantised, mass, k)))
 
     # Grouped GEMM: 8 experts, tokens routed by ids.
     tokens, hidden, out, g = (256, 128, 128, 8) if quick else (4096, 512, 512, 8)
@@ -81,33 +126,46 @@ def _contract_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
     gdst = Array.empty(D.float32, (tokens, out))
     gspec = S.Contract((), ((1, 1),), D.float32, segments=S.Rows(0, 0))
 
-    def loop() -> object:
+    def loop(a: Arr = ta, b: Arr = tb) -> Arr:
         res = np.zeros((tokens, out), np.float32)
         for e in range(g):
             sel = np.flatnonzero(ids == e)
-            res[sel] = ta[sel] @ tb[e]
+            res[sel] = a[sel] @ b[e]
         return res
 
+    grouped = lambda: contract(gspec, [gdst], gops)  # noqa: E731
     rows.append(_row("contract grouped (8 segments) vs loop of matmuls", tokens, "float32",
-                     lambda: contract(gspec, [gdst], gops), loop, repeats))
+                     grouped, loop, repeats,
+                     check=_products("bench_linalg: grouped: nxkernel and NumPy", grouped, gdst,
+                                     loop, loop(np.abs(ta), np.abs(tb)).astype(np.float64), hidden)))
     return rows
 
 
 def _fft_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
-    fft = FOURIER.kernels["fft"]
+    fft = discover().library("host").fft
     n = 2**14 if quick else 2**20
     rng = np.random.default_rng(1)
     x = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
     xa, dst = Array.from_numpy(x), Array.empty(D.complex64, (n,))
     spec = S.Fft((0,), S.Direction.FORWARD, S.C2c())
     ours = lambda: fft(spec, [dst], [xa])  # noqa: E731
-    return [_row("fft c2c", n, "complex64", ours, lambda: np.fft.fft(x), repeats),
-            _row("fft c2c vs scipy.fft", n, "complex64", ours, lambda: scipy.fft.fft(x),
-                 repeats)]
+    # Normwise, each side within ε(n)·√n·‖x‖ of the exact transform, ε(n) =
+    # 24(⌈log₂ n⌉ + 1)u (the host's stated bound), so within twice that apart.
+    eps = 24 * (math.ceil(math.log2(n)) + 1) * float(np.finfo(np.float32).eps) / 2
+    rel = 2 * eps * math.sqrt(n) * float(np.linalg.norm(x)) / float(np.linalg.norm(np.fft.fft(x)))
+
+    def agree(peer: Callable[[], Arr]) -> Check:
+        return _agrees("bench_linalg: fft", ours, lambda: check_close(
+            "bench_linalg: fft: nxkernel and the reference", dst.to_numpy(), peer(), rel, by="norm"))
+
+    numpy_fft, scipy_fft = (lambda: np.fft.fft(x)), (lambda: scipy.fft.fft(x))
+    return [_row("fft c2c", n, "complex64", ours, numpy_fft, repeats, check=agree(numpy_fft)),
+            _row("fft c2c vs scipy.fft", n, "complex64", ours, scipy_fft, repeats,
+                 check=agree(scipy_fft))]
 
 
 def _matrix_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
-    k = MATRICES.kernels
+    lib = discover().library("host")
     n = 128 if quick else 512
     rng = np.random.default_rng(2)
     a = rng.standard_normal((n, n))
@@ -116,15 +174,34 @@ def _matrix_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
     f64 = D.float64
     sq, vec = Array.empty(f64, (n, n)), Array.empty(f64, (n,))
     sq2, sq3 = Array.empty(f64, (n, n)), Array.empty(f64, (n, n))
+    # The open choices leave cholesky's factor, r's magnitudes, the singular
+    # values and the eigenvalues fixed: each is compared with NumPy's within
+    # 64·n·u of the matrix's norm (h is well conditioned: σ ≥ n).
+    tol = 64 * n * float(np.finfo(np.float64).eps)
+    na, nh = float(np.linalg.norm(a, 2)), float(np.linalg.norm(h, 2))
+
+    def near(what: str, ours: Callable[[], Arr], theirs: Callable[[], Arr], scale: float
+             ) -> Callable[[], None]:
+        return lambda: check_within(f"bench_linalg: {what}: nxkernel and NumPy", ours(), theirs(),
+                                    tol * scale)
+
+    chol = lambda: lib.cholesky(S.Cholesky(), [sq], [xh])  # noqa: E731
+    qr = lambda: lib.qr(S.Qr(), [sq, sq2], [xa])  # noqa: E731
+    svd = lambda: lib.svd(S.Svd(), [sq, vec, sq2], [xa])  # noqa: E731
+    eigh = lambda: lib.eigh(S.Eigh(), [vec, sq3], [xh])  # noqa: E731
     return [
-        _row("cholesky", n, "float64", lambda: k["cholesky"](S.Cholesky(), [sq], [xh]),
-             lambda: np.linalg.cholesky(h), repeats),
-        _row("qr", n, "float64", lambda: k["qr"](S.Qr(), [sq, sq2], [xa]),
-             lambda: np.linalg.qr(a), repeats),
-        _row("svd", n, "float64", lambda: k["svd"](S.Svd(), [sq, vec, sq2], [xa]),
-             lambda: np.linalg.svd(a), repeats),
-        _row("eigh", n, "float64", lambda: k["eigh"](S.Eigh(), [vec, sq3], [xh]),
-             lambda: np.linalg.eigh(h), repeats),
+        _row("cholesky", n, "float64", chol, lambda: np.linalg.cholesky(h), repeats,
+             check=_agrees("cholesky", chol, near("cholesky", sq.to_numpy,
+                                                  lambda: np.linalg.cholesky(h), nh**0.5))),
+        _row("qr", n, "float64", qr, lambda: np.linalg.qr(a), repeats,
+             check=_agrees("qr", qr, near("qr", lambda: np.abs(sq2.to_numpy()),
+                                          lambda: np.abs(np.linalg.qr(a)[1]), na))),
+        _row("svd", n, "float64", svd, lambda: np.linalg.svd(a), repeats,
+             check=_agrees("svd", svd, near("svd", vec.to_numpy,
+                                            lambda: np.linalg.svd(a, compute_uv=False), na))),
+        _row("eigh", n, "float64", eigh, lambda: np.linalg.eigh(h), repeats,
+             check=_agrees("eigh", eigh, near("eigh", vec.to_numpy,
+                                              lambda: np.linalg.eigvalsh(h), nh))),
     ]
 
 
@@ -135,3 +212,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
     return [*_contract_rows(quick, repeats), *_fft_rows(quick, repeats),
             *_matrix_rows(quick, repeats)]
 
+
+
+if __name__ == "__main__":
+    sys.exit(timing.main(run, __doc__, "256³ contractions, 2^14-point FFT, 128² routines"))

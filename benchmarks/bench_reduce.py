@@ -26,17 +26,20 @@ from nxkernel_core import nx
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.kernel import Library, check_library
+from nxkernel_core.kernel import Library
 from nxkernel_core.layout import Window
+from nxkernel_core.plugins import discover
 from nxkernel_core.prog import Prog
-from nxkernel_host.library import library
 
-LIB: Library = check_library(library)
+#: The host library, as discovery finds it.
+LIB: Library = discover().library("host")
 
 
 def _reduce_call(a: Array, reductions: tuple[tuple[Any, int, D.Dtype], ...],
                  loads: tuple[S.Load, ...] = (S.PLAIN,), axes: tuple[int, ...] | None = None,
-                 kept: tuple[int, ...] = ()) -> Callable[[], None]:
+                 kept: tuple[int, ...] = ()) -> tuple[Callable[[], None], list[Array]]:
+    """One reduce call on ``a`` into destinations made beforehand, and those
+    destinations (read by the row's check)."""
     spec = S.Reduce(Prog.identity(a.dtype), loads, tuple(range(a.rank)) if axes is None else axes,
                     reductions)
     dsts = [Array.empty(dt, kept) for dt in spec.result_dtypes()]
@@ -44,43 +47,91 @@ def _reduce_call(a: Array, reductions: tuple[tuple[Any, int, D.Dtype], ...],
     def call() -> None:
         assert LIB.reduce(spec, dsts, [a]) is Answer.DONE
 
-    return call
+    return call, dsts
 
 
-def _cumsum_call(a: Array) -> Callable[[], None]:
+def _cumsum_call(a: Array) -> tuple[Callable[[], None], list[Array]]:
     spec = S.Scan(Prog.identity(a.dtype), (S.PLAIN,), a.rank - 1, S.Monoid.SUM, 0, a.dtype)
     dst = Array.empty(a.dtype, a.shape)
 
     def call() -> None:
         assert LIB.scan(spec, [dst], [a]) is Answer.DONE
 
-    return call
+    return call, [dst]
 
 
-def _pool_numpy(x: np.ndarray) -> Callable[[], None]:
+def _pool_numpy(x: np.ndarray[Any, Any]) -> Callable[[], np.ndarray[Any, Any]]:
     """A 3×3 window sum of ``x`` padded by one zero: the padded copy, then nine
     shifted in-place adds (NumPy's fastest equivalent)."""
     h, w = x.shape
 
-    def call() -> None:
+    def call() -> np.ndarray[Any, Any]:
         p = np.pad(x, 1)
         out = p[0:h, 0:w].copy()
         for i in range(3):
             for j in range(3):
                 if i or j:
                     out += p[i:i + h, j:j + w]
+        return out
 
     return call
 
 
-def _argmax_and_max(x: np.ndarray) -> tuple[Any, Any]:
-    """Arg's two results the NumPy way: the position, then the value there."""
+def _argmax_and_max(x: np.ndarray[Any, Any]) -> tuple[Any, Any]:
+    """Arg's two results the NumPy way: the value at the position, then the position."""
     i = np.argmax(x)
-    return i, x[i]
+    return x[i], i
 
 
-def _mean_var(x: np.ndarray) -> tuple[Any, Any]:
+def _mean_var(x: np.ndarray[Any, Any]) -> tuple[Any, Any]:
     return np.mean(x), np.var(x)
+
+
+def _check(name: str, x: np.ndarray[Any, Any], dsts: list[Array], call: Callable[[], None],
+           theirs: Callable[[], Any]) -> timing.Check:
+    """The row's check: one call of each, compared as the contract fixes
+    them: Max and Arg bit for bit;
+    Sum, the cumsum and the pool within γ(n − 1)·Σ|x| for each side (n the
+    terms); Logsumexp within the host's stated bound plus SciPy's few ulps;
+    Moments within their stated bounds plus NumPy's pairwise γ(n)."""
+    what = f"bench_reduce: {name}: nxkernel and NumPy"
+
+    def check() -> None:
+        call()
+        got = [d.to_numpy() for d in dsts]
+        want = theirs()
+        n = x.size
+        wide = x.astype(np.float64)
+        if name == "max":
+            timing.check_bits(what, got[0], np.asarray(want, got[0].dtype))
+        elif name == "argmax":
+            timing.check_bits(what, got[0], np.asarray(want[0], got[0].dtype))
+            timing.check_bits(what, got[1], np.asarray(want[1], np.int64))
+        elif name == "sum":
+            timing.check_within(what, got[0], want,
+                                2 * timing.gamma(n, x.dtype) * float(np.sum(np.abs(wide))))
+        elif name == "cumsum":
+            timing.check_within(what, got[0], want,
+                                2 * timing.gamma(n, x.dtype) * np.cumsum(np.abs(wide)))
+        elif name == "pool3x3":
+            timing.check_within(what, got[0], want, 2 * timing.gamma(9, x.dtype) * 9 * np.max(np.abs(wide)))
+        elif name == "logsumexp":
+            b, u = float(np.max(np.abs(wide))), float(np.finfo(x.dtype).eps) / 2
+            bound = (2 * b + 9) * u + (n + 2 * b + 3 * np.log(n) + 3) * 2.0**-53 + 8 * u * abs(want)
+            timing.check_within(what, got[0], want, bound)
+        elif name == "mean+var":
+            delta = timing.gamma(n, np.float64) * float(np.sum(np.abs(wide))) / n
+            ours_mean = delta + float(np.finfo(x.dtype).eps) * abs(float(want[0]))
+            peer = timing.gamma(n, x.dtype) * float(np.sum(np.abs(wide))) / n
+            timing.check_within(what, got[0], want[0], ours_mean + peer)
+            var_bound = (timing.gamma(n + 3, np.float64) * float(want[1]) + 2 * delta**2
+                         + float(np.finfo(x.dtype).eps) * float(want[1])
+                         + 2 * timing.gamma(n, x.dtype) * float(np.max(wide**2)))
+            timing.check_within(what, got[1], want[1], var_bound)
+        else:
+            raise ValueError(f"bench_reduce: no check for {name!r}")
+
+    return check
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
@@ -93,16 +144,17 @@ def run(quick: bool) -> list[dict[str, Any]]:
         for dt in (D.float32, D.float64):
             x = rng.standard_normal(n).astype(dt.numpy_dtype)
             a = Array.from_numpy(x)
-            cases: list[tuple[str, Callable[[], None], Callable[[], Any]]] = [
-                ("sum", _reduce_call(a, ((S.Monoid.SUM, 0, dt),)), functools.partial(np.sum, x)),
-                ("max", _reduce_call(a, ((S.Monoid.MAX, 0, dt),)), functools.partial(np.max, x)),
+            cases: list[tuple[str, tuple[Callable[[], None], list[Array]], Callable[[], Any],
+                              np.ndarray[Any, Any]]] = [
+                ("sum", _reduce_call(a, ((S.Monoid.SUM, 0, dt),)), functools.partial(np.sum, x), x),
+                ("max", _reduce_call(a, ((S.Monoid.MAX, 0, dt),)), functools.partial(np.max, x), x),
                 ("argmax", _reduce_call(a, ((S.Arg(S.Extreme.MAX), 0, dt),)),
-                 functools.partial(_argmax_and_max, x)),
+                 functools.partial(_argmax_and_max, x), x),
                 ("logsumexp", _reduce_call(a, ((S.LOGSUMEXP, 0, dt),)),
-                 functools.partial(scipy.special.logsumexp, x)),
+                 functools.partial(scipy.special.logsumexp, x), x),
                 ("mean+var", _reduce_call(a, ((S.MOMENTS, 0, dt),)),
-                 functools.partial(_mean_var, x)),
-                ("cumsum", _cumsum_call(a), functools.partial(np.cumsum, x)),
+                 functools.partial(_mean_var, x), x),
+                ("cumsum", _cumsum_call(a), functools.partial(np.cumsum, x), x),
             ]
             side = round(n**0.5)
             img = rng.standard_normal((side, side)).astype(dt.numpy_dtype)
@@ -110,8 +162,10 @@ def run(quick: bool) -> list[dict[str, Any]]:
             load = S.Padded(np.zeros((), dt.numpy_dtype).tobytes(), pad)
             cases.append(("pool3x3", _reduce_call(Array.from_numpy(img),
                                                   ((S.Monoid.SUM, 0, dt),), (load,), (2, 3),
-                                                  (side, side)), _pool_numpy(img)))
-            rows += [timing.row(name, n, dt.name, ours, theirs, repeats) for name, ours, theirs in cases]
+                                                  (side, side)), _pool_numpy(img), img))
+            rows += [timing.row(name, n, dt.name, call, theirs, repeats,
+                                check=_check(name, data, dsts, call, theirs))
+                     for name, (call, dsts), theirs, data in cases]
     return rows + overhead_rows(repeats * 40)
 
 
@@ -138,16 +192,18 @@ def overhead_rows(repeats: int) -> list[dict[str, Any]]:
         ]
         for name, ours, theirs, rel in cases:
             what = f"bench_reduce: {name.split()[0]}: nxkernel and NumPy"
-            got, want = np.asarray(ours().to_numpy()), np.asarray(theirs())
-            if rel is None:
-                timing.check_bits(what, got, want.astype(got.dtype))
-            else:
-                # |x| summed bounds every partial sum, so the error bound is
-                # relative to it, not to the (possibly cancelling) result.
-                bound = rel * float(np.sum(np.abs(x), dtype=np.float64))
-                if not np.all(np.abs(got.astype(np.float64) - want) <= bound):
-                    raise AssertionError(f"{what} disagree (beyond {bound:g})")
-            rows.append(timing.row(name, n, "float32", ours, theirs, repeats))
+
+            def check(ours: Callable[[], Any] = ours, theirs: Callable[[], Any] = theirs,
+                      rel: float | None = rel, what: str = what, x: np.ndarray[Any, Any] = x) -> None:
+                got, want = np.asarray(ours().to_numpy()), np.asarray(theirs())
+                if rel is None:
+                    timing.check_bits(what, got, want.astype(got.dtype))
+                else:
+                    # |x| summed bounds every partial sum, so the error bound is
+                    # relative to it, not to the (possibly cancelling) result.
+                    timing.check_within(what, got, want, rel * float(np.sum(np.abs(x), dtype=np.float64)))
+
+            rows.append(timing.row(name, n, "float32", ours, theirs, repeats, check=check))
     return rows
 
 

@@ -9,14 +9,25 @@ names after "vs", such as SciPy's), and ``ratio`` is that time over ours
 ``ratio_PEER`` (``torch_s``, ``ratio_torch``; ``None`` where the peer is not
 installed); their columns appear where a suite has them.
 
-A progress line per suite goes to stderr; each suite's rows are printed as
-one table; ``--json FILE`` writes every row (with its ``module`` and
-``library``) as a JSON list, and ``--plot FILE.png`` draws the ratios as bar
-charts, one panel per suite (matplotlib, Agg backend). A suite whose optional
-peer is not installed (a module other than nxkernel's missing) is skipped
-with the reason; one that fails is reported with its traceback and makes the
-exit status 1, without stopping the others. Exit status 2: an unknown
-library, or ``--plot`` without matplotlib.
+Every row checks ours against its peer before timing them (bits where the
+contract fixes them, the stated bound otherwise); a row whose check fails is
+printed as FAILED with the disagreement, never timed, and makes the exit
+status 1. The run records the machine (``machine.record``: CPU, cores, load
+averages before and after, both sides' thread counts, versions), and a row
+timed while other processes kept the machine busy, or while another benchmark
+ran, is *loaded*: its ratio is marked ``*`` in the table and ``loaded`` in the
+JSON.
+
+A progress line per suite goes to stderr; the machine and each suite's rows
+are printed as tables; ``--json FILE`` writes ``{"machine", "load_average_after",
+"rows"}``, every row with its ``module`` and ``library``, and ``--plot
+FILE.png`` draws the ratios as bar charts, one panel per suite (matplotlib,
+Agg backend), refusing loaded rows unless ``--allow-load`` is given. A suite
+whose optional peer is not installed (a module other than nxkernel's missing)
+is skipped with the reason; one that fails is reported with its traceback
+and makes the exit status 1, without stopping the others. Exit status 2: an
+unknown library, ``--plot`` without matplotlib, or loaded rows to plot
+without ``--allow-load``.
 """
 
 from __future__ import annotations
@@ -34,7 +45,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-__all__ = ["main", "modules", "peers", "plot", "table"]
+from benchmarks.machine import record
+
+__all__ = ["describe", "main", "modules", "peers", "plot", "table"]
 
 #: Where a row's times come from: ours, then the reference (``numpy_s``).
 _OURS: Final = "ours_s"
@@ -82,15 +95,41 @@ def table(rows: Sequence[dict[str, Any]], title: str | None = None) -> str:
     lines = [] if title is None else [title]
     lines += [head, "-" * len(head)]
     for r in rows:
-        line = (f"{r['name']:<{width}} {r['size']!s:>10} {r['dtype']!s:<13} "
-                f"{1e3 * r[_OURS]:>11.3f}")
+        line = f"{r['name']:<{width}} {r['size']!s:>10} {r['dtype']!s:<13} "
+        if r.get("failed"):
+            lines.append(f"{line}FAILED: {r['failed']}")
+            continue
+        line += f"{1e3 * r[_OURS]:>11.3f}"
+        mark = "*" if r.get("loaded") else "x"
         for p in names:
             t = r.get(f"{p}_s")
             ratio = _ratio(r, p)
             line += (f" {'-':>10} {'-':>7}" if t is None or ratio is None
-                     else f" {1e3 * t:>10.3f} {ratio:>6.2f}x")
+                     else f" {1e3 * t:>10.3f} {ratio:>6.2f}{mark}")
         lines.append(line)
+    if any(r.get("loaded") for r in rows):
+        lines.append("* timed while the machine was busy with other work (loaded): not a measurement")
     return "\n".join(lines)
+
+
+def describe(machine: dict[str, Any], load_after: list[float] | None) -> str:
+    """The machine a run timed on, in a few lines: CPU, cores, load averages
+    before and after, thread counts, other benchmarks seen, versions."""
+    threads = machine["threads"]
+    blas = ", ".join(f"{b['library']} {b['threads']}" for b in threads["blas"] or []) or "?"
+    versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items() if v)
+    lines = [f"machine: {machine['cpu']}, {machine['cores']} cores; load average "
+             f"{_loads(machine['load_average'])} before, {_loads(load_after)} after",
+             f"threads: nxkernel {threads['NXKERNEL_THREADS'] or threads['numba']}, BLAS {blas}, "
+             f"torch {threads['torch'] or '-'}",
+             f"versions: Python {machine['python']}, {versions}"]
+    if machine["other_benchmarks"]:
+        lines.append(f"other benchmark processes running: {machine['other_benchmarks']}")
+    return "\n".join(lines)
+
+
+def _loads(values: list[float] | None) -> str:
+    return "?" if values is None else "/".join(f"{v:.2f}" for v in values)
 
 
 def plot(suites: dict[str, list[dict[str, Any]]], path: str) -> None:
@@ -102,7 +141,8 @@ def plot(suites: dict[str, list[dict[str, Any]]], path: str) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, LogLocator
 
-    shown = {name: rows for name, rows in suites.items() if rows}
+    shown = {name: kept for name, rows in suites.items()
+             if (kept := [r for r in rows if not r.get("failed")])}
     ratios = [v for rows in shown.values() for r in rows for p in peers(rows)
               if (v := _ratio(r, p)) is not None and v > 0]
     if not ratios:
@@ -172,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     parser.add_argument("--plot", metavar="FILE.png", help="also draw the ratios as a PNG")
+    parser.add_argument("--allow-load", action="store_true",
+                        help="let --plot draw rows timed while the machine was busy")
     args = parser.parse_args(argv)
     if args.plot:
         try:
@@ -201,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
               f" (the suites measure: {', '.join(sorted(seen)) or 'nothing'})", file=sys.stderr)
         return 2
     suites: dict[str, list[dict[str, Any]]] = {}
+    machine = record()
     start = time.perf_counter()
     for i, (name, module, library) in enumerate(loaded, 1):
         _progress(f"[{i}/{len(loaded)}] {name} ({library}) ...")
@@ -214,12 +257,23 @@ def main(argv: list[str] | None = None) -> int:
         suites[name] = [{"module": name, "library": library, **row} for row in got]
         _progress(f"[{i}/{len(loaded)}] {name}: {len(got)} rows in {time.perf_counter() - t:.1f} s")
     _progress(f"{len(suites)} suites in {time.perf_counter() - start:.1f} s")
-    print("\n\n".join(table(rows, f"== {name} ({rows[0]['library']}) ==")
-                      for name, rows in suites.items() if rows))
+    load_after = record()["load_average"]
+    print("\n\n".join([describe(machine, load_after),
+                        *(table(rows, f"== {name} ({rows[0]['library']}) ==")
+                          for name, rows in suites.items() if rows)]))
     rows = [r for suite in suites.values() for r in suite]
+    failed += sum(1 for r in rows if r.get("failed"))
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2, default=_jsonable))
+        Path(args.json).write_text(json.dumps(
+            {"machine": machine, "load_average_after": load_after, "rows": rows},
+            indent=2, default=_jsonable))
     if args.plot and rows:
+        busy = [str(r["name"]) for r in rows if r.get("loaded")]
+        if busy and not args.allow_load:
+            print(f"nxkernel bench: not drawing {args.plot}: {len(busy)} rows were timed while the "
+                  f"machine was busy ({', '.join(busy[:3])}{', ...' if len(busy) > 3 else ''}); "
+                  "run again on an idle machine, or pass --allow-load", file=sys.stderr)
+            return 2
         plot(suites, args.plot)
         _progress(f"ratios drawn to {args.plot}")
     return 1 if failed else 0

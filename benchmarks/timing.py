@@ -2,9 +2,13 @@
 reports, the checks that ours and the peer agree before they are timed, and
 running a suite as a script.
 
-A row is ``{name, size, dtype, ours_s, numpy_s, ratio}`` (see ``run.py``):
-``numpy_s`` holds the peer's time whoever the peer is (NumPy, CuPy, PyTorch),
-and ``ratio = numpy_s / ours_s`` (above 1: ours is faster).
+A row is ``{name, size, dtype, ours_s, numpy_s, ratio, failed, loaded,
+others_cores}`` (see ``run.py``): ``numpy_s`` holds the peer's time whoever
+the peer is (NumPy, CuPy, PyTorch), and ``ratio = numpy_s / ours_s`` (above 1:
+ours is faster). Every row checks ours against the peer before it times
+them: a row whose check fails has ``failed`` (the disagreement, in words) and
+no times. ``loaded`` marks a row timed while the machine was busy with other
+work (``machine.Watch``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["check_bits", "check_close", "main", "medians", "row", "row_of"]
+from benchmarks.machine import Watch, record
+
+__all__ = ["Check", "check_bits", "check_close", "check_within", "failed_row", "gamma", "main",
+           "medians", "row", "row_of", "timed_row"]
+
+#: A row's check: returns where ours and the peer agree, raises
+#: AssertionError (saying how they differ) where they do not.
+Check = Callable[[], None]
 
 
 # ---- timing ------------------------------------------------------------------------------------
@@ -42,17 +53,44 @@ def medians(ours: Callable[[], object], other: Callable[[], object], repeats: in
 
 # ---- rows --------------------------------------------------------------------------------------
 
-def row_of(name: str, size: int, dtype: str, ours_s: float, other_s: float) -> dict[str, Any]:
+def row_of(name: str, size: int | str, dtype: str, ours_s: float, other_s: float,
+           watch: Watch | None = None) -> dict[str, Any]:
     """One benchmark row from measured times; ``ratio`` is ``other_s / ours_s``
-    (above 1: we are faster), None where ours took no measurable time."""
+    (above 1: we are faster), None where ours took no measurable time;
+    ``loaded`` and ``others_cores`` from the ``watch`` the times were taken
+    under (not loaded, unknown business, without one)."""
     return {"name": name, "size": size, "dtype": dtype, "ours_s": ours_s, "numpy_s": other_s,
-            "ratio": other_s / ours_s if ours_s > 0 else None}
+            "ratio": other_s / ours_s if ours_s > 0 else None, "failed": None,
+            "loaded": bool(watch and watch.loaded),
+            "others_cores": None if watch is None else watch.others_cores}
 
 
-def row(name: str, size: int, dtype: str, ours: Callable[[], object],
-        other: Callable[[], object], repeats: int) -> dict[str, Any]:
-    """One benchmark row: both medians (``medians``), then ``row_of``."""
-    return row_of(name, size, dtype, *medians(ours, other, repeats))
+def failed_row(name: str, size: int | str, dtype: str, why: str) -> dict[str, Any]:
+    """The row of a case whose check failed: ``failed`` says why, and it has
+    no times and no ratio, so no table or chart shows it as a speed."""
+    return {"name": name, "size": size, "dtype": dtype, "ours_s": None, "numpy_s": None,
+            "ratio": None, "failed": why, "loaded": False, "others_cores": None}
+
+
+def timed_row(name: str, size: int | str, dtype: str, check: Check,
+              time_both: Callable[[], tuple[float, float]]) -> dict[str, Any]:
+    """``check`` first: where it raises AssertionError, the failed row, and
+    nothing is timed; else ``time_both()`` (ours, then the peer's seconds)
+    under a ``Watch``, as ``row_of``."""
+    try:
+        check()
+    except AssertionError as err:
+        return failed_row(name, size, dtype, str(err) or "ours and the peer disagree")
+    with Watch() as watch:
+        ours_s, other_s = time_both()
+    return row_of(name, size, dtype, ours_s, other_s, watch)
+
+
+def row(name: str, size: int | str, dtype: str, ours: Callable[[], object],
+        other: Callable[[], object], repeats: int, *, check: Check) -> dict[str, Any]:
+    """One benchmark row: ``check``, then both medians (``medians``) if it
+    passed (``timed_row``)."""
+    return timed_row(name, size, dtype, check, lambda: medians(ours, other, repeats))
 
 
 # ---- checks ------------------------------------------------------------------------------------
@@ -108,25 +146,60 @@ def check_close(what: str, ours: np.ndarray, theirs: np.ndarray, rel: float, *,
         raise ValueError(f"check_close: by must be 'entry' or 'norm', not {by!r}")
 
 
+def gamma(n: int, dtype: Any) -> float:
+    """The contract's γ(n) = n·u / (1 − n·u), u the unit roundoff of ``dtype``
+    (infinite where n·u ≥ 1)."""
+    u = float(np.finfo(dtype).eps) / 2
+    return n * u / (1 - n * u) if n * u < 1 else float("inf")
+
+
+def check_within(what: str, ours: Any, theirs: Any, atol: Any) -> None:
+    """Raise AssertionError unless ``|ours - theirs| <= atol`` entry by entry
+    (``atol`` a number or an array of the shape), NaNs at the same places.
+    For results the contract bounds: ``atol`` is the sum of both sides'
+    stated bounds."""
+    a = np.asarray(ours, dtype=np.float64)
+    b = np.asarray(theirs, dtype=np.float64)
+    if a.shape != b.shape:
+        raise AssertionError(f"{what} disagree (shapes {a.shape} and {b.shape})")
+    nan = np.isnan(a)
+    if not np.array_equal(nan, np.isnan(b)):
+        raise AssertionError(f"{what} disagree (NaN at different places)")
+    tol = np.broadcast_to(np.asarray(atol, dtype=np.float64), a.shape)
+    with np.errstate(invalid="ignore"):
+        bad = ~nan & ~(np.abs(a - b) <= tol) & ~(a == b)
+    if bad.any():
+        i = int(np.flatnonzero(bad.reshape(-1))[0])
+        raise AssertionError(f"{what} disagree (entry {i}: {float(a.reshape(-1)[i])!r} and "
+                             f"{float(b.reshape(-1)[i])!r}, {float(tol.reshape(-1)[i]):g} allowed)")
+
+
 # ---- running a suite as a script ---------------------------------------------------------------
 
 def _print_rows(rows: Sequence[dict[str, Any]]) -> None:
-    """The rows as a table under a header; nothing where there are none."""
+    """The rows as a table under a header; nothing where there are none. A
+    loaded row's ratio carries a ``*``; a failed row says FAILED and why."""
     if not rows:
         return
     width = max([10, *(len(str(r["name"])) for r in rows)])
     kind = max([5, *(len(str(r["dtype"])) for r in rows)])
     print(f"{'case':<{width}} {'size':>10} {'dtype':<{kind}} {'ours ms':>10} {'theirs ms':>10} {'ratio':>6}")
     for r in rows:
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
-        print(f"{r['name']:<{width}} {r['size']!s:>10} {r['dtype']!s:<{kind}} "
-              f"{r['ours_s'] * 1e3:>10.3f} {r['numpy_s'] * 1e3:>10.3f} {ratio:>6}")
+        head = f"{r['name']:<{width}} {r['size']!s:>10} {r['dtype']!s:<{kind}}"
+        if r.get("failed"):
+            print(f"{head} FAILED: {r['failed']}")
+            continue
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}" + ("*" if r.get("loaded") else "")
+        print(f"{head} {r['ours_s'] * 1e3:>10.3f} {r['numpy_s'] * 1e3:>10.3f} {ratio:>6}")
+    if any(r.get("loaded") for r in rows):
+        print("* timed while the machine was busy with other work")
 
 
 def main(run: Callable[[bool], list[dict[str, Any]]], description: str | None, quick_help: str,
          argv: list[str] | None = None) -> int:
     """Run a suite as a script: ``[--quick] [--json PATH]``; print its rows as
-    a table and write them to PATH as JSON. The exit status is 0.
+    a table and write them, with the machine's record, to PATH as JSON. The
+    exit status is 1 where a row's check failed, else 0.
 
     Args:
         run: the suite's ``run(quick)``.
@@ -138,9 +211,11 @@ def main(run: Callable[[bool], list[dict[str, Any]]], description: str | None, q
     parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument("--json", metavar="PATH", help="also write the rows to this file")
     args = parser.parse_args(argv)
+    before = record()
     rows = run(args.quick)
     _print_rows(rows)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
-    return 0
+            json.dump({"machine": before, "load_average_after": record()["load_average"],
+                       "rows": rows}, f, indent=1)
+    return 1 if any(r.get("failed") for r in rows) else 0

@@ -1,8 +1,11 @@
 """The ``nxkernel`` command: ``info``, ``check``, ``bench`` and ``demo``.
 
-``nxkernel info [--json]`` shows what discovery found: the plugins (loaded,
-failed with the reason, disabled), the libraries in the order the caller asks
-them, the devices, and each library's statement. ``nxkernel check LIBRARY``
+``nxkernel info [--statements] [--json]`` shows what discovery found, answer
+first: a table of the plugins and their libraries (in the order the caller
+asks them), each with the devices it computes on, or why none (a failed
+plugin's error, a library's ``unavailable`` reason), in one line; then the
+devices; each library's statement with ``--statements``; all of it, statements
+too, with ``--json``. ``nxkernel --version`` prints the version. ``nxkernel check LIBRARY``
 runs the conformance kit against one library under pytest. ``nxkernel bench``
 runs the benchmarks of a source checkout; ``nxkernel demo NAME [ARG…]`` runs
 its ``examples/NAME.py``. ``python -m nxkernel_core`` is the same command.
@@ -17,20 +20,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import importlib.util
 import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from .plugins import ENTRY_POINT_GROUP, PluginError, Registry, Status, discover
+from ._version import __version__
+from .plugins import PluginError, Registry, Status, discover
 
 __all__ = ["main"]
 
-_VARIABLES = ("NXKERNEL_PLUGINS", "NXKERNEL_DISABLE")
+#: The variables ``info`` shows where set.
+_VARIABLES = ("NXKERNEL_PLUGINS", "NXKERNEL_DISABLE", "NXKERNEL_CUDA_EMULATE", "NXKERNEL_NVRTC",
+              "NXKERNEL_CACHE", "NXKERNEL_THREADS", "NXKERNEL_CXX", "NXKERNEL_LOG")
 
 
 def _fail(command: str, message: str) -> int:
@@ -44,24 +49,35 @@ def _fail(command: str, message: str) -> int:
 # --------------------------------------------------------------------------
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("nxkernel")
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed (run from a source tree)"
+def _libraries_data(registry: Registry) -> list[dict[str, Any]]:
+    """Each library with its plugin, priority, the devices it computes on, why
+    its devices are unavailable (``unavailable``, where it says), its notes
+    and its statement."""
+    computes_on: dict[str, list[str]] = {lib.name: [] for lib in registry.libraries()}
+    for device in registry.devices():
+        for lib in registry.libraries_for(device):
+            computes_on[lib.name].append(device.name)
+    out = []
+    for lib in registry.libraries():
+        unavailable = getattr(lib, "unavailable", None)
+        notes = getattr(lib, "notes", ())
+        out.append({
+            "name": lib.name, "plugin": registry.provider(lib.name),
+            "priority": getattr(lib, "priority", 0), "computes_on": computes_on[lib.name],
+            "unavailable": unavailable if isinstance(unavailable, str) else None,
+            "notes": [str(n) for n in notes] if isinstance(notes, list | tuple) else [],
+            "statement": lib.statement.to_json(),
+        })
+    return out
 
 
 def _info_data(registry: Registry) -> dict[str, Any]:
     """What ``info`` shows, as JSON-ready data. Asks every library which
     devices it computes on first, so that the failures include those of
     ``computes_on``."""
-    devices = registry.devices()
-    computes_on: dict[str, list[str]] = {lib.name: [] for lib in registry.libraries()}
-    for device in devices:
-        for lib in registry.libraries_for(device):
-            computes_on[lib.name].append(device.name)
+    libraries = _libraries_data(registry)
     return {
-        "version": _version(),
+        "version": __version__,
         "environment": {v: os.environ[v] for v in _VARIABLES if v in os.environ},
         "plugins": {name: str(status) for name, status in registry.plugins.items()},
         "failures": [
@@ -69,52 +85,67 @@ def _info_data(registry: Registry) -> dict[str, Any]:
              "traceback": f.traceback}
             for f in registry.failures
         ],
-        "libraries": [
-            {"name": lib.name, "plugin": registry.provider(lib.name),
-             "priority": getattr(lib, "priority", 0), "computes_on": computes_on[lib.name],
-             "statement": lib.statement.to_json()}
-            for lib in registry.libraries()
-        ],
+        "libraries": libraries,
         "devices": [
             {"name": d.name, "model": d.model, "shares_host_memory": d.shares_host_memory,
              "lost": d.lost}
-            for d in devices
+            for d in registry.devices()
         ],
     }
 
 
-def _info_text(registry: Registry, data: dict[str, Any]) -> str:
-    """``data`` (from :func:`_info_data`) as readable text, then each
-    library's statement."""
+def _table(rows: list[tuple[str, str, str]]) -> list[str]:
+    """``rows`` as columns: the first two padded to their widest cell."""
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    return [f"  {a:<{w0}}  {b:<{w1}}  {c}".rstrip() for a, b, c in rows]
+
+
+def _info_text(registry: Registry, data: dict[str, Any], statements: bool) -> str:
+    """``data`` (from :func:`_info_data`) as readable text: one row per plugin
+    and library (the devices it computes on, or why none), notes beneath;
+    then the devices; then, where ``statements``, each library's statement."""
     lines = [f"nxkernel {data['version']}"]
     lines += [f"{v}={value}" for v, value in data["environment"].items()]
     reasons: dict[str, str] = {}
     for f in data["failures"]:
         reasons.setdefault(f["plugin"], f"{f['during']}: {f['error']}")
-    lines.append(f"\nplugins (entry points of {ENTRY_POINT_GROUP}):")
+    rows: list[tuple[str, str, str]] = [("plugin", "library", "computes on")]
     for name, status in data["plugins"].items():
-        why = f"  {reasons[name]}" if status == Status.FAILED else ""
-        lines.append(f"  {name:<20}{status}{why}")
-    if not data["plugins"]:
-        lines.append("  (none installed)")
+        libs = [lib for lib in data["libraries"] if lib["plugin"] == name]
+        if status == Status.FAILED:
+            rows.append((name, "-", f"failed at {reasons[name]}"))
+        elif status == Status.DISABLED:
+            rows.append((name, "-", "disabled (NXKERNEL_PLUGINS, NXKERNEL_DISABLE)"))
+        elif not libs:
+            rows.append((name, "-", "brings no library"))
+        for lib in libs:
+            on = ", ".join(lib["computes_on"])
+            why = lib["unavailable"]
+            if not on:
+                on = f"no device: {why}" if why else "no device here"
+            elif why:
+                on += f" (and no more: {why})"
+            rows.append((name, lib["name"], on))
+            rows += [("", "", note) for note in lib["notes"]]
+    if len(rows) == 1:
+        rows.append(("(none installed)", "", ""))
+    lines += ["", *_table(rows)]
     others = [f for f in data["failures"] if data["plugins"].get(f["plugin"]) != Status.FAILED]
     if others:
         lines.append("\nfailures of loaded plugins:")
-        lines += [f"  {f['plugin']:<20}{f['during']}: {f['error']}" for f in others]
-    lines.append("\nlibraries (in the order the caller asks them):")
-    for lib in data["libraries"]:
-        on = ", ".join(lib["computes_on"]) or "no device"
-        lines.append(f"  {lib['name']:<20}plugin {lib['plugin']}, priority {lib['priority']},"
-                     f" computes on {on}")
-    if not data["libraries"]:
-        lines.append("  (none)")
+        lines += [f"  {f['plugin']}: {f['during']}: {f['error']}" for f in others]
     lines.append("\ndevices:")
     for d in data["devices"]:
         memory = "host memory" if d["shares_host_memory"] else "own memory"
         lost = f", LOST: {d['lost']}" if d["lost"] is not None else ""
-        lines.append(f"  {d['name']:<20}{d['model']}, {memory}{lost}")
-    for lib in registry.libraries():
-        lines += ["", lib.statement.describe()]
+        lines.append(f"  {d['name']:<12}{d['model']}, {memory}{lost}")
+    if statements:
+        for lib in registry.libraries():
+            lines += ["", lib.statement.describe()]
+    else:
+        lines.append("\nnxkernel info --statements: what each library computes and declines"
+                     " (--json: everything)")
     return "\n".join(lines)
 
 
@@ -124,13 +155,23 @@ def _info(args: argparse.Namespace) -> int:
     except PluginError as e:
         return _fail("info", str(e))
     data = _info_data(registry)
-    print(json.dumps(data, indent=2) if args.json else _info_text(registry, data))
+    print(json.dumps(data, indent=2) if args.json else _info_text(registry, data, args.statements))
     return 0
 
 
 # --------------------------------------------------------------------------
 # check
 # --------------------------------------------------------------------------
+
+
+#: pytest marks nxkernel's installed packages for assertion rewriting, and
+#: warns that those this command has imported already (nxkernel_core itself,
+#: the plugins' packages) cannot be: they hold no test, and the kit's test
+#: modules, imported later, are rewritten all the same.
+_QUIET_REWRITE: Final = (
+    "-W",
+    "ignore:Module already imported so cannot be rewritten; nxkernel_:pytest.PytestAssertRewriteWarning",
+)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -142,8 +183,8 @@ def _check(args: argparse.Namespace) -> int:
         import pytest
     except ImportError:
         return _fail("check", "the conformance kit runs under pytest, which is not installed:"
-                     " pip install 'nxkernel[dev]' (or pip install pytest)")
-    return int(pytest.main(["--pyargs", "nxkernel_core.conformance",
+                     " pip install 'nxkernel[conformance]'")
+    return int(pytest.main([*_QUIET_REWRITE, "--pyargs", "nxkernel_core.conformance",
                             "--nxkernel-library", args.library, *args.pytest_args]))
 
 
@@ -209,10 +250,13 @@ def _demo(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nxkernel", description="Compute kernels held to the Nx_kernel contract.")
+    parser.add_argument("--version", action="version", version=f"nxkernel {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     info = commands.add_parser(
-        "info", help="list plugins, libraries, devices and statements")
-    info.add_argument("--json", action="store_true", help="print JSON")
+        "info", help="list plugins, libraries and the devices they compute on (or why none)")
+    info.add_argument("--statements", action="store_true",
+                      help="also print each library's statement")
+    info.add_argument("--json", action="store_true", help="print everything, statements too, as JSON")
     info.set_defaults(run=_info)
     check = commands.add_parser(
         "check", help="run the conformance kit against a library",

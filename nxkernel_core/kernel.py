@@ -136,7 +136,11 @@ class Library(Protocol):
     ``statement.computes``.
 
     A library may also carry ``priority: int`` (default 0): discovery asks
-    libraries of higher priority first.
+    libraries of higher priority first; and ``unavailable: str | None``: why
+    the devices it is for cannot be used in this process, in one line (``None``
+    where they can), which ``nxkernel info`` and the pytest plugin's ``cuda``
+    marker show; and ``notes: Sequence[str]``: lines ``nxkernel info`` shows
+    beneath the library (which compiler it uses, ...).
     """
 
     @property

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Final, final
 
 import pluggy
 
+from . import log
 from .kernel import Library, check_library, close_match
 
 if TYPE_CHECKING:
@@ -233,6 +234,7 @@ class Registry:
 
 _registry: Registry | None = None
 _discover_lock: Final = threading.Lock()
+_log: Final = log.get("plugins")
 
 
 def discover(refresh: bool = False) -> Registry:
@@ -256,9 +258,13 @@ def _names(variable: str) -> list[str]:
 
 
 def _failure(name: str, dist: str | None, error: BaseException, during: str) -> PluginFailure:
-    """The failure of plugin ``name`` at step ``during``, with ``error``'s traceback."""
+    """The failure of plugin ``name`` at step ``during``, with ``error``'s
+    traceback; logged as a warning (``nxkernel.plugins``)."""
     tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-    return PluginFailure(name, dist, error, tb, during)
+    failure = PluginFailure(name, dist, error, tb, during)
+    _log.warning("plugin %r (from %s) failed at %s: %s", name, dist, during, failure.reason)
+    _log.debug("the failure of plugin %r:\n%s", name, tb)
+    return failure
 
 
 def _discover() -> Registry:

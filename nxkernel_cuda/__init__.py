@@ -7,6 +7,8 @@ Modules, one concern each:
 * ``device``: ``cuda:N`` and ``cuda-emu:N``, and ``availability()``;
 * ``launch``: the launch path shared by both (Dim3, Pointer, Function, Module);
 * ``build``: sources, rendering, NVRTC to cubin, ``CompileError``;
+* ``nvrtc``: every NVRTC 12 and 13 found, loaded side by side, and the one
+  the driver runs the cubins of;
 * ``cache``: the disk cache of cubins and emulator objects;
 * ``gpu``: cubins as CuPy RawModules, CUDA errors as device errors;
 * ``emulator``: ``emu_cuda.h`` and the driver that runs kernels on the CPU;

@@ -18,10 +18,11 @@ Rules:
 * A compilation that fails raises :class:`CompileError`, carrying the source
   (and printing it numbered), its name, the kernels, the options and the log.
 
-NVRTC comes from the ``nvidia-cuda-nvrtc`` wheel through cuda-python
-(``cuda.bindings.nvrtc``); cuda-python finds ``libnvrtc.so`` in
-``site-packages/nvidia/cu13/lib`` itself (``cuda.pathfinder``), so nothing has
-to be preloaded. Compiling needs no GPU and no driver.
+NVRTC 12 or 13 comes from the ``nvidia-cuda-nvrtc-cu12`` or
+``nvidia-cuda-nvrtc`` wheel (or a system CUDA), loaded and chosen by
+:mod:`nxkernel_cuda.nvrtc`: by default the newest whose cubins the driver can
+run; ``compile(..., compiler=)`` names another. Compiling needs no GPU and no
+driver.
 """
 
 from __future__ import annotations
@@ -34,10 +35,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType, ModuleType
-from typing import Any, Final, final
+from types import MappingProxyType
+from typing import Final, final
 
-from . import cache
+from nxkernel_core import log as nxlog
+
+from . import cache, nvrtc
+from .nvrtc import Nvrtc, NvrtcUnavailable
 
 __all__ = [
     "CI_ARCHES",
@@ -151,10 +155,6 @@ def render(template: string.Template, **slots: str) -> str:
 # --------------------------------------------------------------------------
 
 
-class NvrtcUnavailable(RuntimeError):
-    """NVRTC cannot be loaded: cuda-python or the nvidia-cuda-nvrtc wheel is missing."""
-
-
 class CompileError(Exception):
     """A compiler refused a source: the message has the log and the numbered source.
 
@@ -183,50 +183,15 @@ class CompileError(Exception):
         return numbered(self.source)
 
 
-@functools.cache
-def _nvrtc() -> ModuleType:
-    """The cuda-python NVRTC bindings; :class:`NvrtcUnavailable` with the remedy."""
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError:
-        try:
-            from cuda import nvrtc  # cuda-python < 12.6
-        except ImportError as e:
-            raise NvrtcUnavailable(
-                f"cuda-python is not installed ({e}); pip install cuda-python 'nvidia-cuda-nvrtc==13.0.*'"
-            ) from e
-    try:
-        nvrtc.nvrtcVersion()
-    except Exception as e:  # the library itself could not be loaded
-        raise NvrtcUnavailable(
-            f"libnvrtc could not be loaded ({type(e).__name__}: {e}); pip install 'nvidia-cuda-nvrtc==13.0.*'"
-        ) from e
-    module: ModuleType = nvrtc
-    return module
-
-
-def _check(nvrtc: ModuleType, result: Any, what: str) -> Any:
-    """The values of an NVRTC call's result tuple; ``RuntimeError`` on an error code."""
-    status, *values = result
-    if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        _, text = nvrtc.nvrtcGetErrorString(status)
-        raise RuntimeError(f"NVRTC {what}: {text.decode()}")
-    return values[0] if len(values) == 1 else values
-
-
-@functools.cache
 def nvrtc_version() -> tuple[int, int]:
-    """NVRTC's (major, minor) version; :class:`NvrtcUnavailable` without it."""
-    nvrtc = _nvrtc()
-    major, minor = _check(nvrtc, nvrtc.nvrtcVersion(), "version")
-    return int(major), int(minor)
+    """The (major, minor) version of the NVRTC this process compiles with
+    (:func:`nxkernel_cuda.nvrtc.chosen`); :class:`NvrtcUnavailable` without one."""
+    return nvrtc.chosen().version
 
 
-@functools.cache
 def supported_arches() -> tuple[str, ...]:
-    """The ``sm_XX`` architectures this NVRTC compiles for."""
-    nvrtc = _nvrtc()
-    return tuple(f"sm_{a}" for a in _check(nvrtc, nvrtc.nvrtcGetSupportedArchs(), "supported archs"))
+    """The ``sm_XX`` architectures the chosen NVRTC compiles for."""
+    return nvrtc.chosen().arches
 
 
 def compile_options(arch: str) -> tuple[str, ...]:
@@ -250,11 +215,14 @@ class Cubin:
 
 _built: dict[str, Cubin] = {}
 _built_lock = threading.Lock()
+_log: Final = nxlog.get("cuda.build")
 
 
-def compile(source: Source, arch: str) -> Cubin:
+def compile(source: Source, arch: str, compiler: Nvrtc | None = None) -> Cubin:
     """``source`` compiled by NVRTC to a cubin for ``arch``, from the disk cache
     where it was built before; :class:`CompileError` where NVRTC refuses it.
+    ``compiler`` is the NVRTC to use (default: :func:`nxkernel_cuda.nvrtc.chosen`,
+    the newest the driver can run the cubins of).
 
     Raises:
         CompileError: the source does not compile (or lacks a kernel it names).
@@ -262,12 +230,13 @@ def compile(source: Source, arch: str) -> Cubin:
         ValueError: ``arch`` is not one this NVRTC compiles for.
     """
     options = compile_options(arch)
-    version = nvrtc_version()
+    nv = compiler if compiler is not None else nvrtc.chosen()
+    version = nv.version
     base = re.sub(r"[af]$", "", arch)
-    if base not in supported_arches():
+    if base not in nv.arches:
         raise ValueError(
             f"compile: NVRTC {version[0]}.{version[1]} does not compile for {arch}; it compiles for"
-            f" {', '.join(supported_arches())}"
+            f" {', '.join(nv.arches)}"
         )
     key = cache.digest(
         "nvrtc", f"{version[0]}.{version[1]}", arch, *options, source.name, source.text,
@@ -280,8 +249,14 @@ def compile(source: Source, arch: str) -> Cubin:
     folder = cache.folder("cuda")
     path, meta = folder / f"{key}.cubin", folder / f"{key}.json"
     cubin = _read_cached(path, meta, arch)
+    what = f"{source.name} for {arch} (NVRTC {version[0]}.{version[1]})"
+    if cubin is not None:
+        _log.debug("cache hit: %s, %s", what, path)
+    elif path.exists() or meta.exists():
+        _log.info("cache entry damaged or incomplete, rebuilding: %s, %s", what, path)
     if cubin is None:
-        data, lowered, log = _nvrtc_compile(source, arch, options)
+        with nxlog.compiling(_log, what):
+            data, lowered, log = _nvrtc_compile(nv, source, arch, options)
         cache.write_atomic(path, data)
         record = {"source": source.name, "arch": arch, "lowered": lowered, "log": log}
         cache.write_atomic(meta, json.dumps(record, indent=1).encode())
@@ -304,34 +279,10 @@ def _read_cached(path: Path, meta: Path, arch: str) -> Cubin | None:
     return Cubin(path, arch, MappingProxyType(lowered), log)
 
 
-def _nvrtc_compile(source: Source, arch: str, options: Sequence[str]) -> tuple[bytes, dict[str, str], str]:
-    """Compile with NVRTC: the cubin, the lowered names, the log."""
-    nvrtc = _nvrtc()
-    hdrs = headers()
-    prog = _check(nvrtc, nvrtc.nvrtcCreateProgram(
-        source.text.encode(), source.name.encode(), len(hdrs),
-        [text.encode() for _, text in hdrs], [name.encode() for name, _ in hdrs],
-    ), "create program")
+def _nvrtc_compile(nv: Nvrtc, source: Source, arch: str,
+                   options: Sequence[str]) -> tuple[bytes, dict[str, str], str]:
+    """Compile with NVRTC ``nv``: the cubin, the lowered names, the log."""
     try:
-        for expr in source.kernels:
-            _check(nvrtc, nvrtc.nvrtcAddNameExpression(prog, expr.encode()), f"name expression {expr!r}")
-        (status,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
-        size = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "log size")
-        buf = bytearray(size)  # NVRTC writes here: never an interned bytes object
-        _check(nvrtc, nvrtc.nvrtcGetProgramLog(prog, buf), "log")
-        log = bytes(buf).rstrip(b"\0").decode(errors="replace")
-        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(source, arch, options, log)
-        lowered: dict[str, str] = {}
-        for expr in source.kernels:
-            status, name = nvrtc.nvrtcGetLoweredName(prog, expr.encode())
-            if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-                missing = f"{log}\nno kernel for the name expression {expr!r}"
-                raise CompileError(source, arch, options, missing)
-            lowered[expr] = name.decode()
-        size = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(prog), "cubin size")
-        data = bytearray(size)
-        _check(nvrtc, nvrtc.nvrtcGetCUBIN(prog, data), "cubin")
-        return bytes(data), lowered, log
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+        return nv.compile(source.name, source.text, headers(), source.kernels, options)
+    except nvrtc.Refused as e:
+        raise CompileError(source, arch, options, e.log) from None

@@ -23,8 +23,10 @@ launchable functions (:mod:`nxkernel_cuda.launch`), so the library above
 them is the same code for both.
 
 :func:`availability` says whether GPUs can be used, and why not: no CuPy, no
-driver, a driver too old, no device, no NVRTC. Discovery never fails for want
-of CUDA: :func:`open_devices` opens what it can and records the rest.
+driver, a driver too old (for CUDA 12, or for the CuPy installed), no device,
+no NVRTC the driver can run the cubins of; where they can, which NVRTC.
+Discovery never fails for want of CUDA: :func:`open_devices` opens what it can
+and records the rest.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ import numpy.typing as npt
 
 from nxkernel_core.rig import Access, Buffer, Memory, OutOfMemory, Rig
 
-from .build import NvrtcUnavailable, Source, compile, nvrtc_version
+from . import nvrtc
+from .build import NvrtcUnavailable, Source, compile
 from .emulator import driver as emulator
 from .launch import Module, Pointer
 
@@ -59,9 +62,10 @@ __all__ = [
 #: The variable that opens ``cuda-emu:0``.
 EMULATE_VARIABLE: Final = "NXKERNEL_CUDA_EMULATE"
 
-#: The oldest driver (``cudaDriverGetVersion``) the kernels run on: CUDA 13.0
-#: (a 580 driver), what cupy-cuda13x and NVRTC 13.0 cubins need.
-MIN_DRIVER: Final = 13000
+#: The oldest driver (``cudaDriverGetVersion``) the kernels run on: CUDA 12.0
+#: (a 525 driver), with cupy-cuda12x and NVRTC 12 (``nxkernel[cuda12]``);
+#: CUDA 13 drivers (580 and later) run either, and cupy-cuda13x with NVRTC 13.
+MIN_DRIVER: Final = 12000
 
 
 def emulation_requested() -> bool:
@@ -89,7 +93,14 @@ def _probe() -> tuple[bool, str, int]:
         return False, "no CUDA driver is installed", 0
     if driver < MIN_DRIVER:
         return False, (f"the CUDA driver is too old: it runs CUDA {_cuda_version(driver)}, and the kernels"
-                       f" need CUDA {_cuda_version(MIN_DRIVER)} or newer (a 580 or later driver)"), 0
+                       f" need CUDA {_cuda_version(MIN_DRIVER)} or newer (a 525 or later driver)"), 0
+    try:
+        built_for = int(cupy.cuda.runtime.runtimeGetVersion())
+    except Exception as e:
+        return False, f"CuPy's CUDA runtime could not be loaded ({type(e).__name__}: {e})", 0
+    if built_for // 1000 > driver // 1000:
+        return False, (f"CuPy is built for CUDA {_cuda_version(built_for)}, newer than the driver's CUDA"
+                       f" {_cuda_version(driver)}: pip install 'nxkernel[cuda{driver // 1000}]'"), 0
     try:
         count = int(cupy.cuda.runtime.getDeviceCount())
     except Exception as e:
@@ -97,12 +108,10 @@ def _probe() -> tuple[bool, str, int]:
     if count < 1:
         return False, "no CUDA device is present", 0
     try:
-        major, minor = nvrtc_version()
+        compiler = nvrtc.select(driver)
     except NvrtcUnavailable as e:
         return False, str(e), 0
-    if major * 1000 + minor * 10 > driver:
-        return False, (f"NVRTC {major}.{minor} is newer than the driver's CUDA {_cuda_version(driver)}:"
-                       f" install nvidia-cuda-nvrtc=={_cuda_version(driver)}.* to match it"), 0
+    major, minor = compiler.version
     names = []
     for i in range(count):
         try:
@@ -111,14 +120,16 @@ def _probe() -> tuple[bool, str, int]:
         except Exception as e:
             names.append(f"cuda:{i} (unreadable: {e})")
     return True, (f"{count} device(s): {', '.join(names)}; driver CUDA {_cuda_version(driver)};"
-                  f" NVRTC {major}.{minor}"), count
+                  f" NVRTC {major}.{minor} ({compiler.path})"), count
 
 
 def availability(refresh: bool = False) -> tuple[bool, str]:
     """Whether this process can use CUDA GPUs, and in words why (not).
 
-    Checks, in order: CuPy imports; a driver loads; it runs CUDA 13.0 or newer;
-    a device is present; NVRTC loads and is not newer than the driver. Never
+    Checks, in order: CuPy imports; a driver loads; it runs CUDA 12.0 or newer,
+    and no older major version than CuPy's; a device is present; an NVRTC whose
+    cubins the driver runs loads (:func:`nxkernel_cuda.nvrtc.select`: the
+    newest of them, said in the answer). Never
     raises. The answer is computed once (again where ``refresh``).
     """
     if refresh:

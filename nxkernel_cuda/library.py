@@ -55,6 +55,7 @@ from . import (
     fourier,
     matrices,
     moves,
+    nvrtc,
     reductions,
     statistics,
 )
@@ -214,6 +215,18 @@ class CudaLibrary:
             if self._statement is None:
                 self._statement = _statement()
             return self._statement
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why this process can use no CUDA GPU, in one line (``None`` where it
+        can): :func:`~nxkernel_cuda.device.availability`'s reason."""
+        ok, why = availability()
+        return None if ok else why
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Lines for ``nxkernel info``: which NVRTC compiles, and why."""
+        return (nvrtc.describe(),)
 
     def computes_on(self, device: Rig) -> bool:
         """True for ``cuda:N`` and ``cuda-emu:N``."""

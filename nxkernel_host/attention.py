@@ -30,8 +30,9 @@ one pass over tiles of ``KEYS`` keys, so that memory stays O(tile) and no
 
 Work is cut into units of (lead index, query head, row tile), the tiles a
 function of the extents alone, and units run on the host threads (``lanes``);
-every unit does the same operations whatever thread runs it and BLAS is pinned
-to one thread (``pinned_blas``), so the bits do not depend on the thread count.
+every unit does the same operations whatever thread runs it, and its products
+run on the library's own single-threaded OpenBLAS (``blas.gemm``), so the bits
+do not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -56,8 +57,7 @@ from nxkernel_core.kernel import Call, KernelStatement
 from nxkernel_core.prog import Const, Convert, Coord, In, Op1, Op2, Prog
 from nxkernel_core.spec import Attention, Paged
 
-from . import lanes, program, views
-from .blas import pinned_blas
+from . import blas, lanes, program, views
 from .family import Family
 from .loads import load
 
@@ -498,9 +498,11 @@ def _raw(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, r0:
     if not plan.reads_score:
         st[...] = 0  # output 1 reads no score: q·k is never needed
     elif plan.score_dt == acc:
-        np.matmul(kt, qt.T, out=st)
+        blas.gemm(kt, qt.T, st)
     else:
-        np.copyto(st, np.matmul(kt, qt.T))  # a float64 q·k, rounded once into acc
+        wide = np.empty(st.shape, np.float64)
+        blas.gemm(kt, qt.T, wide)
+        np.copyto(st, wide)  # a float64 q·k, rounded once into acc
     s = plan.scale
     if plan.ev_logit is None and not rows.general and rows.multi is None:
         return st, s
@@ -579,13 +581,13 @@ def _weighted(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, w: 
         if ok is not None:
             bad = bad[ok[bad - j0] != 0]  # hidden pages read as zeros
     if not bad.size:
-        np.matmul(ww.T, vt, out=out)
+        blas.gemm(ww.T, vt, out)
         return
     held = vt[bad - j0]
     finite = np.isfinite(held)
     clean = np.array(vt, copy=True)
     clean[bad - j0] = np.where(finite, held, 0)
-    np.matmul(ww.T, clean, out=out)
+    blas.gemm(ww.T, clean, out)
     r = w.shape[1]
     for key, extra in zip(bad.tolist(), np.where(finite, 0, held), strict=True):
         seen = _visible(plan, rows, b, h, r0, r, key)
@@ -767,8 +769,7 @@ def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array])
                         _unit(plan, sc, b, h, r0, r1, rows)
             return run
 
-        with pinned_blas:
-            lanes.parallel([job(a, z) for a, z in ranges] or [lambda: None])
+        lanes.parallel([job(a, z) for a, z in ranges] or [lambda: None])
         if packed is None:
             views.store(o_dst, o_target)
     return Answer.DONE
@@ -797,7 +798,7 @@ STATEMENT: Final = KernelStatement(
 )
 
 ASSOCIATION: Final = {
-    "attention q·k": "one BLAS product (OpenBLAS sgemm/dgemm through np.matmul, pinned to one "
+    "attention q·k": "one BLAS product (sgemm/dgemm of the library's own OpenBLAS, on one "
                      "thread) per tile of keys by query rows, K·Qᵀ, in the accumulator: the dk "
                      "products of a pair summed in OpenBLAS's blocked order of dk, a function of "
                      "the extents alone, by fused multiply-adds; then s × q·k, one rounding.",

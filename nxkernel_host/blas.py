@@ -1,88 +1,155 @@
-"""BLAS threads: run BLAS and LAPACK with every loaded OpenBLAS on one thread.
+"""The host library's own BLAS: private OpenBLAS instances on fixed thread counts.
 
-OpenBLAS's bits depend on its thread count (its threaded driver splits K into
-other blocks than its one-thread driver does), so every BLAS and LAPACK call
-of the host library runs inside ``with pinned_blas:``, and the library makes
-its parallelism itself, by extents alone.
+OpenBLAS's bits depend on its thread count (its threaded driver splits the
+work into other blocks than its one-thread driver does), and the process's
+OpenBLAS (NumPy's, SciPy's) belongs to the program: a user may change its
+thread count at any moment (``threadpoolctl.threadpool_limits``), from any
+thread. So the host library never calls it. It loads its own instance of
+OpenBLAS (the ``scipy-openblas32`` wheel's library, whose symbols carry a
+``scipy_`` prefix) from a private copy under a name no thread-pool controller
+knows (threadpoolctl finds OpenBLAS by file name), sets it to one thread
+once, and makes its parallelism itself, over fixed tiles of the output (a
+function of the extents alone) on its own threads. Each element's order of
+summation is then a function of the extents and of the OpenBLAS core type
+(``corename()``, chosen by OpenBLAS from the CPU), and nothing another thread
+does to any BLAS changes it.
+
+The matrix routines (``lapack``), which factor one matrix at a time, run on
+a second private instance kept on ``ROUTINE_THREADS`` threads: OpenBLAS
+splits a routine's work over a fixed count of threads by a static rule, so
+their bits are a function of the extents, the core type and that constant,
+the same on every machine and whatever the program's thread settings.
+
+The copy is made in a new private folder (``mkdtemp``, mode 0700) by this
+process, loaded, and deleted at once (the mapping stays): nothing foreign is
+ever loaded from a shared cache. It is loaded with ``RTLD_DEEPBIND``, so its
+calls into itself never bind to another OpenBLAS that exports the same names
+into the global scope (importing the ``scipy_openblas32`` package does that
+with the wheel's own copy, which is why this module only reads where the
+package lies and never imports it).
 """
 
 from __future__ import annotations
 
 import ctypes
-import threading
-from types import TracebackType
+import functools
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any, Final
 
-import scipy.linalg  # noqa: F401 - loads SciPy's OpenBLAS, so pinned_blas finds it too
+import numpy as np
+import numpy.typing as npt
 
-__all__ = ["pinned_blas"]
+__all__ = ["ROUTINE_THREADS", "corename", "gemm", "library"]
+
+NDArray = npt.NDArray[Any]
+
+#: CBLAS's enumerations.
+_ROW_MAJOR: Final = 101
+_NO_TRANS: Final = 111
+_TRANS: Final = 112
+#: The largest extent a 32-bit BLAS integer holds.
+_INT_MAX: Final = 2**31 - 1
+#: The threads of the routines' instance: a constant, so it fixes their bits.
+ROUTINE_THREADS: Final = 2
 
 
-#: (set, get) thread-count functions an OpenBLAS build may export: NumPy's
-#: 64-bit-index build, SciPy's and a plain one.
-_THREAD_SYMBOLS: Final = (
-    ("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
-    ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
-    ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
-    ("openblas_set_num_threads", "openblas_get_num_threads"),
-)
+def _source() -> Path:
+    """The scipy-openblas32 wheel's shared library, found without importing
+    the package (whose import loads it into the global scope)."""
+    spec = importlib.util.find_spec("scipy_openblas32")
+    if spec is None or spec.origin is None:
+        raise ImportError("nxkernel_host needs the scipy-openblas32 wheel: pip install scipy-openblas32")
+    found = sorted((Path(spec.origin).parent / "lib").glob("libscipy_openblas*.so*"))
+    if not found:
+        raise ImportError(f"no libscipy_openblas in {Path(spec.origin).parent / 'lib'}")
+    return found[0]
 
 
-def _openblas_controls() -> list[tuple[Any, Any]]:
-    """(set, get) of every OpenBLAS this process has loaded, found in its memory map."""
+@functools.cache
+def library(threads: int = 1) -> ctypes.CDLL:
+    """The private OpenBLAS instance of ``threads`` threads (each count its
+    own instance, from its own copy), loaded once and set to that count.
+
+    Raises:
+        ImportError: the ``scipy-openblas32`` wheel is not installed, or the
+            instance does not keep the count.
+    """
+    folder = tempfile.mkdtemp(prefix="nxkernel-blas-")
     try:
-        with open("/proc/self/maps") as maps:
-            paths = sorted({line.split()[-1] for line in maps
-                            if "openblas" in line.lower() and len(line.split()) >= 6})
-    except OSError:
-        return []
-    controls = []
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for set_name, get_name in _THREAD_SYMBOLS:
-            if hasattr(lib, set_name) and hasattr(lib, get_name):
-                setter, getter = getattr(lib, set_name), getattr(lib, get_name)
-                getter.restype = ctypes.c_int
-                setter.argtypes = [ctypes.c_int]
-                controls.append((setter, getter))
-                break
-    return controls
+        private = Path(folder) / f"libnxkernel_host_blas{threads}.so"
+        shutil.copyfile(_source(), private)
+        lib = ctypes.CDLL(str(private), mode=os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    lib.scipy_openblas_set_num_threads.argtypes = [ctypes.c_int]
+    lib.scipy_openblas_set_num_threads.restype = None
+    lib.scipy_openblas_get_num_threads.restype = ctypes.c_int
+    lib.scipy_openblas_set_num_threads(threads)
+    if lib.scipy_openblas_get_num_threads() != threads:
+        raise ImportError(f"nxkernel_host.blas: a private OpenBLAS did not keep {threads} threads")
+    lib.scipy_openblas_get_corename.restype = ctypes.c_char_p
+    pointer, blasint = ctypes.c_void_p, ctypes.c_int
+    for name, scalar in (("scipy_cblas_sgemm", ctypes.c_float), ("scipy_cblas_dgemm", ctypes.c_double)):
+        fn = getattr(lib, name)
+        fn.argtypes = [blasint, blasint, blasint, blasint, blasint, blasint, scalar, pointer, blasint,
+                       pointer, blasint, scalar, pointer, blasint]
+        fn.restype = None
+    return lib
 
 
-class _PinnedBlas:
-    """A context manager that runs its body with every loaded OpenBLAS on one
-    thread. Re-entrant and safe across threads: the first to enter saves the
-    thread counts and sets 1, the last to leave restores them. It finds the
-    libraries in ``/proc/self/maps`` on first use; a BLAS that is not OpenBLAS
-    (MKL, Accelerate) is not pinned, and its thread count may change bits."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._saved: list[int] = []
-        self._controls: list[tuple[Any, Any]] | None = None
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._controls is None:
-                self._controls = _openblas_controls()
-            if self._depth == 0:
-                self._saved = [int(get()) for _, get in self._controls]
-                for setter, _ in self._controls:
-                    setter(1)
-            self._depth += 1
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        with self._lock:
-            self._depth -= 1
-            if self._depth == 0 and self._controls is not None:
-                for (setter, _), n in zip(self._controls, self._saved, strict=True):
-                    setter(n)
+def corename() -> str:
+    """The OpenBLAS core type the private instance runs (its kernels, and so
+    its bits, are this CPU family's)."""
+    return str(library().scipy_openblas_get_corename().decode())
 
 
-#: Every BLAS and LAPACK call of the host library runs inside ``with pinned_blas:``.
-pinned_blas: Final = _PinnedBlas()
+def _operand(x: NDArray) -> tuple[NDArray, int, int]:
+    """``x`` (2-D) as BLAS reads it row-major: the array (a C-contiguous copy
+    where neither axis has unit stride), its transposition flag and its
+    leading dimension."""
+    rows, cols = x.shape
+    size = x.itemsize
+    if x.strides[1] == size and x.strides[0] >= max(cols, 1) * size and x.strides[0] % size == 0:
+        return x, _NO_TRANS, x.strides[0] // size
+    if x.strides[0] == size and x.strides[1] >= max(rows, 1) * size and x.strides[1] % size == 0:
+        return x, _TRANS, x.strides[1] // size
+    return np.ascontiguousarray(x), _NO_TRANS, max(cols, 1)
+
+
+def gemm(a: NDArray, b: NDArray, out: NDArray) -> None:
+    """``out[...] = a @ b`` by the private instance's sgemm or dgemm, on the
+    calling thread: ``a [m, k]`` and ``b [k, n]`` of ``out``'s dtype (float32
+    or float64), any strides, ``out [m, n]`` with unit column stride. The
+    order of each element's sum is a function of (m, n, k) and the core type.
+
+    Raises:
+        ValueError: other dtypes, shapes that do not chain, or extents a
+            32-bit BLAS integer does not hold.
+    """
+    m, k = a.shape
+    n = b.shape[1]
+    if a.dtype != out.dtype or b.dtype != out.dtype or out.dtype not in (np.float32, np.float64):
+        raise ValueError(f"blas.gemm: a, b and out of one dtype, float32 or float64, not "
+                         f"{a.dtype}, {b.dtype} and {out.dtype}")
+    if b.shape[0] != k or out.shape != (m, n):
+        raise ValueError(f"blas.gemm: shapes {a.shape} @ {b.shape} into {out.shape} do not chain")
+    if max(m, n, k) > _INT_MAX:
+        raise ValueError(f"blas.gemm: extents {m}, {n}, {k} exceed a 32-bit BLAS's")
+    if m == 0 or n == 0:
+        return
+    size = out.itemsize
+    if out.strides[1] != size or out.strides[0] % size or out.strides[0] < n * size:
+        raise ValueError("blas.gemm: out needs unit column stride and rows at least n apart")
+    if k == 0:
+        out[...] = 0
+        return
+    a, trans_a, lda = _operand(a)
+    b, trans_b, ldb = _operand(b)
+    lib = library()
+    fn = lib.scipy_cblas_sgemm if out.dtype == np.float32 else lib.scipy_cblas_dgemm
+    fn(_ROW_MAJOR, trans_a, trans_b, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0,
+       out.ctypes.data, out.strides[0] // size)

@@ -5,8 +5,8 @@ A contraction moves each operand into a canonical C-contiguous copy,
 the accumulator and multiplied by its block scales on the way), so nothing
 downstream sees the caller's layout. Then:
 
-* float32 and float64 accumulators multiply by OpenBLAS's sgemm/dgemm through
-  ``np.matmul``; complex ones by four real products of the parts,
+* float32 and float64 accumulators multiply by sgemm/dgemm of the library's
+  own OpenBLAS instance (``blas.gemm``); complex ones by four real products of the parts,
   ``re = ar·br − ai·bi`` and ``im = ar·bi + ai·br``; init is added last, one
   rounding per part.
 * integer accumulators are exact and wrap: where every product and partial sum
@@ -14,16 +14,13 @@ downstream sees the caller's layout. Then:
   else in uint64 (wrapping, exact modulo 2^64); the sum then wraps to the
   accumulator's width, init added modulo it.
 
-Determinism. OpenBLAS's bits depend on its thread count (its threaded driver
-splits K into other blocks than its one-thread driver does), so every BLAS
-and LAPACK call of this library runs inside ``pinned_blas``, which sets every
-loaded OpenBLAS to one thread for the call (restoring the caller's count
-after the last concurrent call leaves; meanwhile other threads' NumPy BLAS
-calls run on one thread too). The parallelism is this module's own: each
-product is cut into fixed chunks of rows (a function of the extents alone)
-that a thread pool computes, each by one single-threaded BLAS call. A
-product of one row or column is padded to two, so NumPy calls gemm rather
-than gemv or dot, whose OpenBLAS kernels split K across threads.
+Determinism. OpenBLAS's bits depend on its thread count, so the library
+multiplies on its own OpenBLAS instance, which stays on one thread whatever
+the program does to its BLAS (``blas``). The parallelism is this module's
+own: each product is cut into fixed chunks of rows (a function of the
+extents alone) that a thread pool computes, each by one single-threaded gemm,
+so each element's order of summation is a function of the extents and the
+OpenBLAS core type.
 """
 
 from __future__ import annotations
@@ -49,7 +46,7 @@ from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, KernelStatement, gamma, unit_roundoff
 
-from .blas import pinned_blas
+from . import blas
 from .family import Family
 from .views import read, store, target
 
@@ -89,11 +86,11 @@ def _aligned(shape: Sequence[int], dtype: npt.DTypeLike) -> NDArray:
 
 def _products(jobs: Sequence[tuple[NDArray, NDArray, NDArray]]) -> None:
     """``out[...] = a @ b`` for each job of 2-D arrays (``a [R, K]`` and ``b [K, C]``
-    C-contiguous, ``out [R, C]`` C-contiguous), float by pinned single-threaded
-    BLAS, integer by NumPy's loop. Each job runs in chunks of ``CHUNK_ROWS``
-    rows (nearly equal, a function of R alone), on the pool when there is work."""
+    C-contiguous, ``out [R, C]`` C-contiguous), float by the library's own
+    single-threaded gemm, integer by NumPy's loop. Each job runs in chunks of
+    ``CHUNK_ROWS`` rows (nearly equal, a function of R alone), on the pool
+    when there is work."""
     chunks: list[tuple[NDArray, NDArray, NDArray]] = []
-    padded: list[tuple[NDArray, NDArray]] = []
     work = 0
     for a, b, out in jobs:
         rows, k = a.shape
@@ -103,16 +100,6 @@ def _products(jobs: Sequence[tuple[NDArray, NDArray, NDArray]]) -> None:
         if k == 0:
             out[...] = 0
             continue
-        if rows == 1 or cols == 1:
-            # NumPy hands a row or a column to BLAS dot or gemv, which OpenBLAS
-            # may split along K; two of each keeps it on gemm.
-            a2 = np.zeros((max(rows, 2), k), dtype=a.dtype)
-            a2[:rows] = a
-            b2 = np.zeros((k, max(cols, 2)), dtype=b.dtype)
-            b2[:, :cols] = b
-            o2 = np.empty((a2.shape[0], b2.shape[1]), dtype=out.dtype)
-            padded.append((out, o2[:rows, :cols]))
-            a, b, out = a2, b2, o2
         n = -(-a.shape[0] // CHUNK_ROWS)
         bounds = [a.shape[0] * i // n for i in range(n + 1)]
         chunks += [(a[lo:hi], b, out[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
@@ -122,18 +109,18 @@ def _products(jobs: Sequence[tuple[NDArray, NDArray, NDArray]]) -> None:
         # NaN and infinity are values here, not errors: no warnings (per thread).
         with np.errstate(all="ignore"):
             for a, b, out in part:
-                np.matmul(a, b, out=out)
+                if out.dtype in (np.float32, np.float64):
+                    blas.gemm(a, b, out)
+                else:
+                    np.matmul(a, b, out=out)
 
-    with pinned_blas:
-        if len(chunks) > 1 and work >= _POOL_MIN_WORK:
-            # One task per worker, each a share of the chunks: which thread computes a
-            # chunk changes no bit of it, and few tasks keep the pool's overhead small.
-            shares = [chunks[i::_WORKERS] for i in range(min(_WORKERS, len(chunks)))]
-            list(_threads().map(some, shares))
-        else:
-            some(chunks)
-    for out, part in padded:
-        out[...] = part
+    if len(chunks) > 1 and work >= _POOL_MIN_WORK:
+        # One task per worker, each a share of the chunks: which thread computes a
+        # chunk changes no bit of it, and few tasks keep the pool's overhead small.
+        shares = [chunks[i::_WORKERS] for i in range(min(_WORKERS, len(chunks)))]
+        list(_threads().map(some, shares))
+    else:
+        some(chunks)
 
 
 # --------------------------------------------------------------------------
@@ -692,9 +679,10 @@ FAMILY: Final = Family(
     statements={"contract": KernelStatement(_PROSE, _declines_call)},
     association={
         "contract": "operands copied into canonical C-contiguous [batch, rows, K] and "
-                    "[batch, K, cols] arrays; float products by OpenBLAS gemm (NumPy's matmul) "
-                    "on one thread per call, over fixed chunks of 256 rows, in its blocked order "
-                    "of K, a function of the extents alone (K = 1: one rounded product); complex "
+                    "[batch, K, cols] arrays; float products by the library's own OpenBLAS gemm "
+                    "(one thread, whatever the program sets), over fixed chunks of 256 rows, in "
+                    "its blocked order of K, a function of the extents and the OpenBLAS core "
+                    "type alone (K = 1: one rounded product); complex "
                     "as re = (Σar·br − Σai·bi) and im = (Σar·bi + Σai·br), four real products; "
                     "init added last; a Value scale multiplies each element in the accumulator "
                     "first (one rounding), an Exponent scale exactly. Integers: exact, wrapping "
@@ -705,8 +693,8 @@ FAMILY: Final = Family(
                     "a Rows id outside [0, g), an empty Contracting group) are init as the "
                     "accumulator holds it, bits unchanged, or +0. e(K) = γ(K + 3) (real), "
                     "√2·γ(K + 2) (complex, K ≥ 2), γ(4) (complex, K = 1), 0 at K = 0. "
-                    "Deterministic on any thread count: every OpenBLAS is pinned to one "
-                    "thread during a call (see pinned_blas); chunks run on a thread pool.",
+                    "Deterministic on any thread count: the library's own OpenBLAS instance "
+                    "stays on one thread (see nxkernel_host.blas); chunks run on a thread pool.",
     },
     error_factor=error_factor,
 )

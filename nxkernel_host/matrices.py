@@ -10,9 +10,10 @@ cannot factor (``info != 0``: not positive definite, no convergence), gives
 NaN in every result of its own, and in no other matrix's; no routine raises.
 
 lu is this module's own (Numba, serial): partial pivoting choosing the first
-row of greatest magnitude, the rule the contract states. The others call SciPy's
-LAPACK and BLAS (OpenBLAS), pinned to one thread (``pinned_blas``) so their
-bits do not depend on thread counts.
+row of greatest magnitude, the rule the contract states. The others call the
+LAPACK and BLAS of the library's own OpenBLAS instance for routines
+(``lapack``, on a constant two threads), so their bits do not depend on the
+program's thread counts and the program's BLAS is never touched.
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ from typing import Any, Final
 import numba as nb
 import numpy as np
 import numpy.typing as npt
-import scipy.linalg.blas as blas
-import scipy.linalg.lapack as lapack
 
 from nxkernel_core import dtype as D
 from nxkernel_core import fits
@@ -35,7 +34,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.door import door
 from nxkernel_core.kernel import Call, KernelStatement
 
-from .blas import pinned_blas
+from . import lapack
 from .family import Family
 from .views import read, store
 
@@ -68,16 +67,11 @@ def _run(spec: Any, dsts: Sequence[Array], operands: Sequence[Array],
             return refusal
         mats = [read(o) for o in operands]
         mats = [m.reshape(math.prod(m.shape[:-2]), *m.shape[-2:]) for m in mats]
-        with pinned_blas, np.errstate(all="ignore"):  # NaN is a value, not an error
+        with np.errstate(all="ignore"):  # NaN is a value, not an error
             results = compute(mats)
         for d, r in zip(dsts, results, strict=True):
             store(d, r.reshape(d.shape))
     return Answer.DONE
-
-
-def _fortran(m: NDArray) -> NDArray:
-    """A fresh Fortran-ordered copy of one matrix: the layout LAPACK reads."""
-    return np.array(m, order="F", copy=True)
 
 
 def _finite(m: NDArray) -> bool:
@@ -103,13 +97,12 @@ def cholesky(spec: S.Cholesky, dsts: Sequence[Array], operands: Sequence[Array])
         out = np.zeros(a.shape, dtype=a.dtype)
         if a.shape[-1] == 0:
             return [out]
-        potrf = lapack.get_lapack_funcs("potrf", dtype=a.dtype)
         for t in range(a.shape[0]):
             tri = np.triu(a[t]) if spec.upper else np.tril(a[t])
             if not _finite(tri):
                 out[t] = np.nan
                 continue
-            c, info = potrf(_fortran(a[t]), lower=int(not spec.upper), clean=1)
+            c, info = lapack.potrf(a[t], lower=not spec.upper)
             out[t] = c if info == 0 else np.nan
         return [out]
 
@@ -204,15 +197,12 @@ def qr(spec: S.Qr, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
         r = np.zeros((batch, qc, n), dtype=a.dtype)
         if k == 0:
             return [q, r]
-        geqrf = lapack.get_lapack_funcs("geqrf", dtype=a.dtype)
-        orgqr = lapack.get_lapack_funcs("ungqr" if a.dtype.kind == "c" else "orgqr",
-                                        dtype=a.dtype)
         for t in range(batch):
             if not _finite(a[t]):
                 q[t] = np.nan
                 r[t] = np.nan
                 continue
-            h, tau, _, info = geqrf(_fortran(a[t]))
+            h, tau, info = lapack.geqrf(a[t])
             if info != 0:
                 q[t] = np.nan
                 r[t] = np.nan
@@ -223,8 +213,8 @@ def qr(spec: S.Qr, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
                 reflectors = np.zeros((m, m), dtype=a.dtype, order="F")
                 reflectors[:, :n] = h
             else:
-                reflectors = np.asfortranarray(h[:, :qc])
-            qt, _, info = orgqr(reflectors, tau)
+                reflectors = h[:, :qc]
+            qt, info = lapack.orgqr(reflectors, tau)
             q[t] = qt if info == 0 else np.nan
         return [q, r]
 
@@ -246,14 +236,12 @@ def svd(spec: S.Svd, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer
         u = _eye(batch, m, uc, a.dtype)
         vh = _eye(batch, vr, n, a.dtype)
         if k > 0:
-            gesdd = lapack.get_lapack_funcs("gesdd", dtype=a.dtype)
             vectors = spec.vectors is not None
             for t in range(batch):
                 if not _finite(a[t]):
                     s[t] = u[t] = vh[t] = np.nan
                     continue
-                ut, st, vt, info = gesdd(_fortran(a[t]), compute_uv=int(vectors),
-                                         full_matrices=int(complete))
+                ut, st, vt, info = lapack.gesdd(a[t], vectors, complete)
                 if info != 0:
                     s[t] = u[t] = vh[t] = np.nan
                     continue
@@ -281,13 +269,11 @@ def eigh(spec: S.Eigh, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
         w = np.zeros((batch, n), dtype=_REAL[D.of_numpy(a.dtype)].numpy_dtype)
         v = np.zeros(a.shape, dtype=a.dtype)
         if n > 0:
-            evd = lapack.get_lapack_funcs("heevd" if a.dtype.kind == "c" else "syevd",
-                                          dtype=a.dtype)
             for t in range(batch):
                 if not _finite(np.tril(a[t])):
                     w[t] = v[t] = np.nan
                     continue
-                wt, vt, info = evd(_fortran(a[t]), compute_v=int(spec.vectors), lower=1)
+                wt, vt, info = lapack.heevd(a[t], spec.vectors)
                 if info != 0:
                     w[t] = v[t] = np.nan
                     continue
@@ -310,19 +296,14 @@ def eig(spec: S.Eig, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer
         w = np.zeros((batch, n), dtype=cplx)
         v = np.zeros((batch, n, n), dtype=cplx)
         if n > 0:
-            geev = lapack.get_lapack_funcs("geev", dtype=a.dtype)
             for t in range(batch):
                 if not _finite(a[t]):
                     w[t] = v[t] = np.nan
                     continue
-                if a.dtype.kind == "c":
-                    wt, _, vt, info = geev(_fortran(a[t]), compute_vl=0,
-                                           compute_vr=int(spec.vectors))
-                else:
-                    wr, wi, _, vr, info = geev(_fortran(a[t]), compute_vl=0,
-                                               compute_vr=int(spec.vectors))
-                    wt = wr + 1j * wi
-                    vt = _real_eigenvectors(wi, vr) if spec.vectors else vr
+                wt, wi, vt, info = lapack.geev(a[t], spec.vectors)
+                if wi is not None:
+                    vt = _real_eigenvectors(wi, vt) if spec.vectors else vt
+                    wt = wt + 1j * wi
                 if info != 0:
                     w[t] = v[t] = np.nan
                     continue
@@ -366,10 +347,8 @@ def solve_triangular(spec: S.SolveTriangular, dsts: Sequence[Array],
         x = np.zeros(b.shape, dtype=b.dtype)
         if x.size == 0:
             return [x]
-        trsm = blas.get_blas_funcs("trsm", dtype=a.dtype)
         for t in range(a.shape[0]):
-            x[t] = trsm(1.0, _fortran(a[t]), _fortran(b[t]), side=0, lower=int(spec.lower),
-                        trans_a=int(spec.transpose), diag=int(spec.unit_diagonal))
+            x[t] = lapack.trsm(a[t], b[t], spec.lower, spec.transpose, spec.unit_diagonal)
         return [x]
 
     return _run(spec, dsts, operands, compute)
@@ -391,7 +370,7 @@ FAMILY: Final = Family(
         for name in ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")
     },
     algorithms={
-        "cholesky": "LAPACK ?potrf (one thread) on the lower (upper) triangle alone, the other "
+        "cholesky": "LAPACK ?potrf (the routines' instance) on the lower (upper) triangle alone, the other "
                     "triangle zero: L̂L̂ᴴ = A + ΔA, |ΔA| ≤ γ(n + 1)|L̂||L̂ᴴ| (Higham Thm 10.3). "
                     "NaN factor where the read triangle is not finite or potrf finds the "
                     "matrix not positive definite.",
@@ -402,27 +381,32 @@ FAMILY: Final = Family(
               "L̂Û = PA + ΔA with |ΔA| ≤ γ(k)|L̂||Û| for real dtypes (Higham Thm 9.3) and "
               "γ(4k + 6)|L̂||Û| for complex ones (a complex product errs by √2·γ(2), a "
               "quotient by √2·γ(4): Higham Lemma 3.5).",
-        "qr": "LAPACK ?geqrf (Householder) then ?orgqr/?ungqr (one thread): Q̂R̂ = A + ΔA with "
+        "qr": "LAPACK ?geqrf (Householder) then ?orgqr/?ungqr (the routines' instance): Q̂R̂ = A + ΔA with "
               "‖Δaⱼ‖₂ ≤ γ̃(mn)‖aⱼ‖₂ for each column and ‖Q̂ᴴQ̂ − I‖ ≤ γ̃(mn), γ̃(k) = c·k·u "
               "for a small constant c (Higham Thm 19.4). NaN where a is not finite.",
-        "svd": "LAPACK ?gesdd (divide and conquer, one thread): backward stable, so each "
+        "svd": "LAPACK ?gesdd (divide and conquer, the routines' instance): backward stable, so each "
                "singular value is within p(m, n)·u·‖A‖₂ of the exact one (Weyl) and the "
                "vectors are orthonormal to p(m, n)·u, p a modest polynomial (in practice "
                "below 10·max(m, n)). NaN where a is not finite or gesdd does not converge.",
-        "eigh": "LAPACK ?syevd/?heevd (divide and conquer, one thread) on the lower triangle "
+        "eigh": "LAPACK ?syevd/?heevd (divide and conquer, the routines' instance) on the lower triangle "
                 "alone: ascending eigenvalues each within p(n)·u·‖A‖₂ of the exact ones, "
                 "vectors orthonormal to p(n)·u. NaN where the lower triangle is not finite "
                 "or the solver does not converge.",
-        "eig": "LAPACK ?geev (Hessenberg reduction and shifted QR, one thread): the Schur form "
+        "eig": "LAPACK ?geev (Hessenberg reduction and shifted QR, the routines' instance): the Schur form "
                "of A + ΔA with ‖ΔA‖ ≤ p(n)·u·‖A‖, so an eigenvalue errs by about p(n)·u·‖A‖ "
                "times its condition number. NaN where a is not finite or QR does not "
                "converge.",
-        "solve_triangular": "BLAS ?trsm (one thread): each column solves (T + ΔT)x̂ = b with "
+        "solve_triangular": "BLAS ?trsm (the routines' instance): each column solves (T + ΔT)x̂ = b with "
                             "|ΔT| ≤ γ(n + 1)|T| (Higham Thm 8.5; one more rounding for the "
                             "diagonal's reciprocal); a zero diagonal gives infinities or NaN, "
                             "never an error.",
     },
     open_choices={
+        "LAPACK": "every LAPACK and BLAS call runs on the library's own OpenBLAS instance "
+                  "for routines (nxkernel_host.blas: a private copy of scipy-openblas32's, "
+                  "always on ROUTINE_THREADS = 2 threads, split by OpenBLAS's static rule), so "
+                  "the bits depend on the extents, the OpenBLAS core type and that constant "
+                  "alone, and the program's BLAS thread counts are never read or changed.",
         "eig order": "as ?geev leaves them: the diagonal of its Schur form (real input: "
                      "each conjugate pair adjacent, positive imaginary part first); not sorted.",
         "eig vectors": "?geev's: unit 2-norm with the largest component real; a real "

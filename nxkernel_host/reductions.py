@@ -154,10 +154,13 @@ def _round(dt: Dtype, v: Arr) -> Arr:
     """Float values ``v`` (float32 or float64) rounded once into float ``dt``."""
     if v.dtype == dt.numpy_dtype:
         return v
-    if dt is D.float32 or dt is D.float64:
-        # An IEEE conversion rounds once, to nearest, as the store rule does.
-        return v.astype(dt.numpy_dtype)
-    return D.of_float(dt, v.astype(np.float64))
+    # A signalling NaN quieted and an overflow to ±inf are the store rule's, not
+    # faults to warn of (the hardware flags them: "invalid value in cast").
+    with np.errstate(invalid="ignore", over="ignore"):
+        if dt is D.float32 or dt is D.float64:
+            # An IEEE conversion rounds once, to nearest, as the store rule does.
+            return v.astype(dt.numpy_dtype)
+        return D.of_float(dt, v.astype(np.float64))
 
 
 def _round_complex(dt: Dtype, re: Arr, im: Arr) -> Arr:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 
 from nxkernel_core import cli
 from nxkernel_core.kernel import KERNEL_NAMES
-from tests.fake_dist import BROKEN, LIBRARY, Install, stand_in_plugins
+from tests.fake_dist import BROKEN, LIBRARY, WRAPPED, Install, stand_in_plugins
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {"good": LIBRARY.format(name="good"), "broken": BROKEN,
@@ -36,7 +38,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 # ---- info ------------------------------------------------------------------------
 
 
-def test_info_lists_plugins_libraries_devices_and_statements(
+def test_info_answers_first_with_a_table(
     install: Install, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     install(SOURCES)
@@ -44,15 +46,63 @@ def test_info_lists_plugins_libraries_devices_and_statements(
     status, out, err = run(capsys, "info")
     assert status == 0 and err == ""
     assert "NXKERNEL_DISABLE=other" in out
-    assert f"  {'good':<20}loaded\n" in out
-    assert (f"  {'broken':<20}failed  load: ImportError: fake plugin needs a missing"
-            " component\n") in out
-    assert f"  {'other':<20}disabled\n" in out
-    assert f"  {'fake.good':<20}plugin good, priority 0, computes on host" in out
-    assert "fake.other" not in out
-    assert f"  {'host':<20}host, host memory" in out
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines)
+                  if line.split() == ["plugin", "library", "computes", "on"])
+    col = lines[header].index("library")
+    rows = {line[2:col].strip(): line[col:] for line in lines[header + 1:] if line.strip()}
+    assert rows["broken"].split(None, 1)[1] == ("failed at load: ImportError: fake plugin needs a missing"
+                                                " component")
+    assert rows["other"].split(None, 1)[1] == "disabled (NXKERNEL_PLUGINS, NXKERNEL_DISABLE)"
+    assert rows["good"].split() == ["fake.good", "host"]
+    assert f"  {'host':<12}host, host memory" in out
+    assert "nxkernel info --statements" in out
+    assert "declines every case" not in out  # the statements come with --statements
+    status, out, _ = run(capsys, "info", "--statements")
     assert "\nfake.good: declines every case on every device" in out
     assert f"    {'attention':<18}declines every case" in out
+
+
+def test_info_says_in_one_line_why_a_library_computes_on_no_device(
+    install: Install, capsys: pytest.CaptureFixture[str]
+) -> None:
+    install({"idle": WRAPPED.format(name="idle", priority=0, computes_on=False)
+             + "\nLIBRARY.unavailable = 'no such accelerator is installed'\n"
+             + "LIBRARY.notes = ('compiles with nothing',)\n"})
+    status, out, _ = run(capsys, "info")
+    assert status == 0
+    [row] = [line for line in out.splitlines() if "fake.idle" in line]
+    assert row.split(None, 2) == ["idle", "fake.idle", "no device: no such accelerator is installed"]
+    following = out.splitlines()[out.splitlines().index(row) + 1]
+    assert following.strip() == "compiles with nothing"
+    status, out, _ = run(capsys, "info", "--json")
+    [idle] = [lib for lib in json.loads(out)["libraries"] if lib["name"] == "fake.idle"]
+    assert idle["unavailable"] == "no such accelerator is installed" and idle["computes_on"] == []
+    assert idle["notes"] == ["compiles with nothing"]
+
+
+def test_version_has_one_source(capsys: pytest.CaptureFixture[str]) -> None:
+    import nxkernel_core
+    from nxkernel_core import _version
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"nxkernel {_version.__version__}\n"
+    assert nxkernel_core.__version__ == _version.__version__
+    assert re.fullmatch(r"\d+\.\d+\.\d+", nxkernel_core.__version__)
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" in pyproject["project"]["dynamic"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "nxkernel_core._version.__version__"}
+
+
+def test_every_package_is_typed() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    data = pyproject["tool"]["setuptools"]["package-data"]
+    for package in ("nxkernel_core", "nxkernel_host", "nxkernel_cuda"):
+        assert (ROOT / package / "py.typed").is_file(), package
+        assert "py.typed" in data[package], package
 
 
 def test_info_json(install: Install, capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,6 +110,7 @@ def test_info_json(install: Install, capsys: pytest.CaptureFixture[str]) -> None
     status, out, _ = run(capsys, "info", "--json")
     assert status == 0
     data = json.loads(out)
+    assert data["version"] == cli.__version__
     assert {n: data["plugins"][n] for n in SOURCES} == {
         "good": "loaded", "broken": "failed", "other": "loaded"}
     [failure] = [f for f in data["failures"] if f["plugin"] == "broken"]
@@ -95,8 +146,7 @@ def test_python_m_nxkernel_core_info(install: Install, argv: list[str]) -> None:
     if argv[-1] == "--json":
         assert json.loads(done.stdout)["plugins"]["broken"] == "failed"
     else:
-        assert f"  {'good':<20}loaded\n" in done.stdout
-        assert "fake.other: declines every case" in done.stdout
+        assert "fake.good" in done.stdout and "failed at load: ImportError" in done.stdout
 
 
 def test_no_command_prints_the_usage(capsys: pytest.CaptureFixture[str]) -> None:
@@ -120,8 +170,8 @@ def test_check_runs_the_conformance_kit_under_pytest(
     monkeypatch.setattr(pytest, "main", main)
     status, _, _ = run(capsys, "check", "fake.good", "-x", "-k", "sum")
     assert status == 3
-    assert calls == [["--pyargs", "nxkernel_core.conformance", "--nxkernel-library",
-                      "fake.good", "-x", "-k", "sum"]]
+    assert calls == [[*cli._QUIET_REWRITE, "--pyargs", "nxkernel_core.conformance",
+                      "--nxkernel-library", "fake.good", "-x", "-k", "sum"]]
 
 
 def test_check_an_unknown_library(install: Install, capsys: pytest.CaptureFixture[str]) -> None:

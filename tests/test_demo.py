@@ -142,12 +142,15 @@ def test_bench_prints_a_table_per_suite_with_progress(
     assert "[1/3] bench_a (host) ...\n[1/3] bench_a: 1 rows in" in err
     assert "[3/3] bench_c: failed\nTraceback" in err and "RuntimeError: broken suite" in err
     assert "bench_gpu" not in err + out
-    a, b = out.split("\n\n")
+    machine, a, b = out.split("\n\n")
+    assert machine.startswith("machine: ") and "load average" in machine
     assert a.startswith("== bench_a (host) ==\n") and "torch ms" not in a
     assert b.startswith("== bench_b (host) ==\n") and "torch ms" in b
     assert " 2.00x" in a and "   0.50x      4.000   2.00x" in b
     assert b.splitlines()[-1].endswith("-       -")
-    rows = json.loads(path.read_text())
+    written = json.loads(path.read_text())
+    assert written["machine"]["cores"] >= 1 and len(written["load_average_after"]) == 3
+    rows = written["rows"]
     assert [(r["module"], r["name"]) for r in rows] == [
         ("bench_a", "sum"), ("bench_b", "attention"), ("bench_b", "attention, no torch")]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -41,6 +41,7 @@ __all__ = [
     "Placement",
     "around",
     "dtypes",
+    "from_codes",
     "loop_with_axes",
     "placements",
     "profiles",
@@ -138,7 +139,7 @@ _UINT: Final[dict[int, type[np.unsignedinteger[Any]]]] = {
 }
 
 
-def _from_codes(dt: Dtype, codes: npt.NDArray[np.uint64]) -> Arr:
+def from_codes(dt: Dtype, codes: npt.NDArray[np.uint64]) -> Arr:
     """Host elements of real (non-complex) ``dt`` whose bits are ``codes``."""
     if dt is D.bit:
         return (codes & np.uint64(1)).astype(np.bool_)
@@ -207,9 +208,9 @@ def specials(dt: Dtype) -> Arr:
         pair[:, 1] = im
         return out
     if dt.is_float:
-        return _from_codes(dt, np.asarray(_float_special_codes(dt), dtype=np.uint64))
+        return from_codes(dt, np.asarray(_float_special_codes(dt), dtype=np.uint64))
     if dt is D.bool_:
-        return _from_codes(dt, np.asarray([0, 1, 2, 0x80, 0xFF], dtype=np.uint64))
+        return from_codes(dt, np.asarray([0, 1, 2, 0x80, 0xFF], dtype=np.uint64))
     if dt is D.bit:
         return np.asarray([False, True])
     ints = _int_specials(dt)
@@ -245,7 +246,7 @@ def _ints(rng: np.random.Generator, dt: Dtype, n: int) -> Arr:
 
 def _real_values(rng: np.random.Generator, dt: Dtype, n: int, profile: str) -> Arr:
     if profile == "bits":
-        return _from_codes(dt, _random_codes(rng, 8 if dt is D.bool_ else dt.bits, n))
+        return from_codes(dt, _random_codes(rng, 8 if dt is D.bool_ else dt.bits, n))
     sp = specials(dt)
     if profile == "specials":
         return sp[rng.integers(0, len(sp), n)] if n else sp[:0]

@@ -71,6 +71,7 @@ __all__ = [
     "register_profiles",
     "run_law",
     "same_on_threads",
+    "shares",
     "slot",
 ]
 
@@ -306,6 +307,16 @@ def _describe(kernel: str, spec: object, dsts: Sequence[Array], operands: Sequen
     ops = ", ".join(f"{a.dtype.name}{list(a.shape)}" for a in operands)
     ds = ", ".join(f"{a.dtype.name}{list(a.shape)}" for a in dsts)
     return f"{kernel}({spec!r}; dsts [{ds}]; operands [{ops}])"
+
+
+def shares(a: Array, b: Array) -> bool:
+    """Whether two arrays share a byte of one memory (their byte spans meet):
+    the sharing the door decides on, whatever elements either reaches."""
+    if a.buffer.memory is not b.buffer.memory or a.numel == 0 or b.numel == 0:
+        return False
+    alo, ahi = a.byte_span()
+    blo, bhi = b.byte_span()
+    return alo < bhi and blo < ahi
 
 
 def _memories(arrays: Sequence[Array]) -> list[Memory]:

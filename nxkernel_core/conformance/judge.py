@@ -6,7 +6,8 @@ Shared by the laws of reductions, scans, folds, scatters and contractions:
 plus the rounding into the destination, ``check_products`` products to a
 relative γ(n − 1) (complex: normwise γ(2n − 2)), and ``states_order`` reads
 whether a library's statement names an order the kit can reproduce bit for
-bit.
+bit, and ``says`` whether any part of it states a phrase (an algorithm, a
+bound, a kept NaN).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "check_products",
     "check_sums",
     "loop_outputs",
+    "says",
     "signalling_in",
     "states_order",
 ]
@@ -142,3 +144,16 @@ def states_order(statement: Statement, topic: str, order: str) -> bool:
     e.g. "reduce Sum", "scan") names ``order`` ("lane order", "odd/even")."""
     return any(topic.lower() in key.lower() and order.lower() in text.lower()
                for key, text in statement.association.items())
+
+
+def says(statement: Statement, topic: str, phrase: str) -> bool:
+    """Whether the statement states ``phrase`` under ``topic``: in an
+    association or an algorithm whose key contains ``topic``, or in the prose
+    of kernel ``topic`` ("Moments (reduce)" and "two passes", "reduce" and
+    "first NaN term's bits")."""
+    texts = [text for key, text in (*statement.association.items(), *statement.algorithms.items())
+             if topic.lower() in key.lower()]
+    kernel = statement.computes.get(topic)
+    if kernel is not None:
+        texts.append(kernel.prose)
+    return any(phrase.lower() in text.lower() for text in texts)

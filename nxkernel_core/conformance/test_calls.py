@@ -1,19 +1,25 @@
 """Laws every kernel keeps, whatever it computes: declines as stated, misfits
-refused, determinism. One law per kernel each, on the calls ``cases`` draws."""
+refused, determinism. One law per kernel each, on the calls ``cases`` draws;
+a misfit by sharing tries every kind ``sharings`` builds (partial overlap at
+either end, containment both ways, other layouts over the same bytes,
+sub-byte codes sharing a byte), and ``test_map_door_every_sharing`` runs them
+all on a fixed table of maps in every profile."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
 from .. import dtype as D
+from .. import spec as S
 from ..array import Array
 from ..dtype import Dtype, Kind
 from ..layout import Layout
+from ..prog import Prog
 from . import harness as H
 from .cases import KERNELS, Case, draw_case
 from .harness import Data, Subject, fail, invoke, invoke_misfit, law
@@ -107,14 +113,19 @@ def _misfit_law(kernel: str) -> H.LawFn:
             else:
                 ops = [*ops, ops[-1]]
         elif how == "overlapping":
-            door = True
+            # Every kind of sharing, each on its own call, on one operand and
+            # destination: the door must refuse them all.
             i = data.draw(st.sampled_from([k for k, a in enumerate(ops) if a.numel]), label="operand")
             j = data.draw(st.sampled_from([k for k, (_, s) in enumerate(case.dsts) if math.prod(s)]),
                           label="dst")
-            made = _overlapping(subject, ops[i], case.dsts[j][0], case.dsts[j][1])
-            assume(made is not None)
-            assert made is not None
-            ops[i], dsts[j] = made
+            made = sharings(subject, ops[i], case.dsts[j][0], case.dsts[j][1])
+            assume(made)
+            for kind, op, dst in made:
+                shared_ops, shared_dsts = list(ops), list(dsts)
+                shared_ops[i], shared_dsts[j] = op, dst
+                invoke_misfit(subject, case.spec, shared_dsts, shared_ops, f"overlapping: {kind}",
+                              door=True)
+            return
         else:
             door = True
             j = data.draw(st.sampled_from([k for k, (_, s) in enumerate(case.dsts) if _repeatable(s)]),
@@ -149,24 +160,85 @@ def _operand_to_change(case: Case, kernel: str, data: Data) -> int:
     return int(data.draw(st.integers(0, len(case.operands) - 1), label="which operand"))
 
 
-def _overlapping(subject: Subject, op: Array, dt: Dtype, shape: tuple[int, ...]
-                 ) -> tuple[Array, Array] | None:
-    """The operand copied contiguous into a buffer it shares with a fresh
-    destination of ``dt`` and ``shape`` that starts within its last byte (so
-    they share bytes without being identical); None where the two could only
-    be identical."""
-    vals = op.to_numpy()
-    base = 16  # bytes before the operand: every dtype's alignment divides it
-    op_off = base * 8 // op.dtype.bits
-    op_bytes = D.bytes(op.dtype, op.numel)
-    dst_off = (base + op_bytes - 1) * 8 // dt.bits
-    if dst_off == op_off and dt is op.dtype and tuple(shape) == op.shape:
-        return None
-    total = base + op_bytes + D.bytes(dt, math.prod(shape)) + 16
-    buf = H.canary_buffer(subject, total)
-    new_op = Array(op.dtype, Layout.c_contiguous(op.shape, op_off), buf)
+#: The kinds of sharing ``sharings`` builds: partial overlap at either end,
+#: containment both ways, views of other layouts over the same bytes, and
+#: sub-byte codes sharing a byte.
+SHARINGS: Final = ("dst in the operand's last byte", "dst ending in the operand's first byte",
+                   "operand containing dst", "dst containing the operand",
+                   "same start, other layout", "reversed over the same bytes",
+                   "column-major over the same bytes", "sub-byte codes sharing a byte")
+
+_BASE: Final = 16  # bytes before the first array: every dtype's alignment divides it
+
+
+def _bit_offset(byte: int, dt: Dtype) -> int:
+    """The first element offset of ``dt`` at or after ``byte``."""
+    return -(-byte * 8 // dt.bits)
+
+
+def _spread(shape: tuple[int, ...], factor: int, offset: int) -> Layout:
+    """C order with every stride ``factor`` times the contiguous one."""
+    c = Layout.c_contiguous(shape)
+    return Layout(shape, tuple(st * factor for st in c.strides), offset)
+
+
+def _share(subject: Subject, op: Array, vals: Any, op_layout: Layout, dt: Dtype, dst_layout: Layout,
+           nbytes: int) -> tuple[Array, Array]:
+    buf = H.canary_buffer(subject, nbytes + 2 * _BASE)
+    new_op = Array(op.dtype, op_layout, buf)
     new_op.write_numpy(vals)
-    return new_op, Array(dt, Layout.c_contiguous(shape, dst_off), buf)
+    return new_op, Array(dt, dst_layout, buf)
+
+
+def sharings(subject: Subject, op: Array, dt: Dtype, shape: tuple[int, ...]
+             ) -> list[tuple[str, Array, Array]]:
+    """Every kind of ``SHARINGS`` that fits: an operand holding ``op``'s values
+    and a destination of ``dt`` and ``shape`` in one fresh canary buffer,
+    sharing a byte without being identical."""
+    vals = op.to_numpy()
+    n_op, n_dst = op.numel, math.prod(shape)
+    odt = op.dtype
+    b_op, b_dst = D.bytes(odt, n_op), D.bytes(dt, n_dst)
+    c_op = Layout.c_contiguous(op.shape, _bit_offset(_BASE, odt))
+    total = _BASE + 4 * (b_op + b_dst) + 64
+    out: list[tuple[str, Array, Array]] = []
+
+    def add(kind: str, op_layout: Layout, dst_layout: Layout, nbytes: int = total) -> None:
+        new_op, dst = _share(subject, op, vals, op_layout, dt, dst_layout, nbytes)
+        if H.shares(new_op, dst) and not new_op.identical(dst):
+            out.append((kind, new_op, dst))
+
+    add(SHARINGS[0], c_op, Layout.c_contiguous(shape, (_BASE + b_op - 1) * 8 // dt.bits))
+    start = _BASE + b_dst + 8
+    last_bit = (start + 1) * 8
+    add(SHARINGS[1], Layout.c_contiguous(op.shape, _bit_offset(start, odt)),
+        Layout.c_contiguous(shape, max(0, -(-(last_bit - n_dst * dt.bits) // dt.bits))))
+    if n_op >= 2:
+        factor = -(-(b_dst + 32) * 8 // odt.bits // (n_op - 1)) + 1
+        add(SHARINGS[2], _spread(op.shape, factor, _bit_offset(_BASE, odt)),
+            Layout.c_contiguous(shape, _bit_offset(_BASE + 8, dt)), total + factor * b_op)
+    if n_dst >= 2:
+        factor = -(-(b_op + 32) * 8 // dt.bits // (n_dst - 1)) + 1
+        add(SHARINGS[3], Layout.c_contiguous(op.shape, _bit_offset(_BASE + 8, odt)),
+            _spread(shape, factor, _bit_offset(_BASE, dt)), total + factor * b_dst)
+    add(SHARINGS[4], c_op, Layout.c_contiguous(shape, _bit_offset(_BASE, dt)))
+    if n_dst >= 2 and dt.bits == odt.bits and n_dst == n_op:
+        c = Layout.c_contiguous(shape)
+        first = _bit_offset(_BASE, dt)
+        add(SHARINGS[5], c_op, Layout(shape, tuple(-st for st in c.strides), first + n_dst - 1))
+        f_strides = [1] * len(shape)
+        for i in range(1, len(shape)):
+            f_strides[i] = f_strides[i - 1] * shape[i - 1]
+        add(SHARINGS[6], c_op, Layout(shape, tuple(f_strides), first))
+    if odt.is_sub_byte and dt.is_sub_byte:
+        first = _bit_offset(_BASE, odt)
+        if ((first + n_op) * odt.bits) % 8 == 0:
+            first += 1
+        end_bit = (first + n_op) * odt.bits
+        if end_bit % dt.bits == 0:
+            add(SHARINGS[7], Layout.c_contiguous(op.shape, first),
+                Layout.c_contiguous(shape, end_bit // dt.bits))
+    return out
 
 
 def _determinism_law(kernel: str) -> H.LawFn:
@@ -200,3 +272,24 @@ for _kernel in KERNELS:
         _kernel, "refuses_misfits", _misfit_law(_kernel))
     globals()[f"test_{_kernel}_deterministic"] = _define(
         _kernel, "deterministic", _determinism_law(_kernel))
+
+
+#: (operand dtype, destination dtype, shape) of the fixed door cases: wide
+#: and sub-byte codes, casts, one element.
+_DOOR_CASES: Final = ((D.float32, D.float32, (3, 4)), (D.int4, D.int4, (5,)), (D.bit, D.bit, (9,)),
+                      (D.int8, D.float64, (6,)), (D.uint4, D.bit, (4,)), (D.float64, D.int8, (1,)))
+
+
+@law("map")
+def test_map_door_every_sharing(subject: Subject, data: Data) -> None:
+    """Fixed maps (a copy or a cast) whose destination shares bytes with the
+    operand in every way ``SHARINGS`` names (partial overlap at either end,
+    containment both ways, other layouts over the same bytes, sub-byte codes
+    sharing a byte) are refused or declined and write nothing. Contract: 'The
+    door refuses other sharing as Overlapping', decided on bytes."""
+    for odt, dt, shape in _DOOR_CASES:
+        vals = (np.arange(math.prod(shape)).reshape(shape) % 2).astype(odt.numpy_dtype)
+        op = H.contiguous(subject, odt, vals)
+        spec = S.Map(Prog.identity(odt) if odt is dt else Prog.cast(odt, dt), (S.PLAIN,))
+        for kind, shared_op, dst in sharings(subject, op, dt, shape):
+            invoke_misfit(subject, spec, [dst], [shared_op], f"overlapping: {kind}", door=True)

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Final, final
 
 import numpy as np
 
+from nxkernel_core import log as nxlog
 from nxkernel_core.rig import Lost
 
 from .. import cache
@@ -198,6 +199,7 @@ def shared_code(names: Sequence[str], capacity: int = DYNAMIC_SHARED_BYTES) -> s
 
 _built: dict[str, Path] = {}
 _built_lock = threading.Lock()
+_log: Final = nxlog.get("cuda.emulator")
 
 
 def build(source: Source, defines: Sequence[str] = ()) -> Path:
@@ -225,8 +227,11 @@ def build(source: Source, defines: Sequence[str] = ()) -> Path:
         return hit
     folder = cache.folder("cuda-emu")
     target = folder / f"{key}.so"
-    if not target.is_file():
-        _compile(gxx, source, flags, launch_tu, shared_tu, folder, target, version)
+    if target.is_file():
+        _log.debug("cache hit: %s for the emulator, %s", source.name, target)
+    else:
+        with nxlog.compiling(_log, f"{source.name} for the emulator (g++)"):
+            _compile(gxx, source, flags, launch_tu, shared_tu, folder, target, version)
     with _built_lock:
         _built[key] = target
     return target
@@ -250,7 +255,10 @@ def _header_folder(gxx: str, flags: Sequence[str], version: str) -> Path:
             shutil.copyfile(header, work / header.name)
         cmd = [gxx, *(f for f in flags if f != "-shared"), "-x", "c++-header", "emu_cuda.h",
                "-o", "emu_cuda.h.gch"]
-        if subprocess.run(cmd, cwd=work, capture_output=True, check=False).returncode != 0:
+        with nxlog.compiling(_log, "the emulator's precompiled header (g++)"):
+            built = subprocess.run(cmd, cwd=work, capture_output=True, check=False)
+        if built.returncode != 0:
+            _log.info("g++ could not precompile the emulator's header; each build parses it")
             return HEADER.parent
         with contextlib.suppress(OSError):  # another process made it first: theirs is the same
             work.rename(done)

@@ -89,9 +89,9 @@ def _flip_sub_byte(dt: D.Dtype, v: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]
     if dt is D.bit:
         return ~v
     codes = (O.units(v)[..., 0] & ((1 << dt.bits) - 1)) ^ 1
-    from nxkernel_core.conformance.generators import _from_codes
+    from nxkernel_core.conformance.generators import from_codes
 
-    return _from_codes(dt, codes.astype(np.uint64))
+    return from_codes(dt, codes.astype(np.uint64))
 
 
 def _terms(spec: S.Reduce, x: Array) -> np.ndarray[Any, Any]:

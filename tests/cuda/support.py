@@ -9,6 +9,7 @@ format limits, subnormals; integer range edges; bool bytes other than 0 and 1
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.rig import Rig
-from nxkernel_cuda import build
+from nxkernel_cuda import build, nvrtc
 from nxkernel_cuda.library import LIBRARY
 
 Arr = npt.NDArray[Any]
@@ -152,3 +153,25 @@ _NO_NVRTC = _nvrtc_missing()
 
 #: Marks a test that compiles with NVRTC: skipped, with the reason, where it cannot be loaded.
 needs_nvrtc = pytest.mark.skipif(_NO_NVRTC is not None, reason=f"NVRTC cannot be loaded: {_NO_NVRTC}")
+
+
+#: The variable CI sets (``.ci/run``): an NVRTC of :data:`CI_NVRTC` that is
+#: not installed fails the compile tests there instead of skipping them.
+CI_VARIABLE = "NXKERNEL_CI"
+
+#: The NVRTC major versions every kernel is compiled with (the dev extra
+#: installs both), for each of ``build.CI_ARCHES``.
+CI_NVRTC: tuple[int, ...] = nvrtc.MAJORS
+
+
+def nvrtc_of(major: int) -> nvrtc.Nvrtc:
+    """The NVRTC of major version ``major`` this process finds; where there is
+    none, skip with the reason (fail under ``$NXKERNEL_CI``)."""
+    for compiler in nvrtc.found():
+        if compiler.version[0] == major:
+            return compiler
+    wheel = "nvidia-cuda-nvrtc-cu12" if major == 12 else f"nvidia-cuda-nvrtc=={major}.0.*"
+    why = f"NVRTC {major} is not installed ({wheel}, in the dev extra)"
+    if os.environ.get(CI_VARIABLE):
+        pytest.fail(why)
+    pytest.skip(why)

@@ -33,7 +33,7 @@ from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 
 from ..host.layouts import placed
-from .support import canary, needs_nvrtc, on, same_bits, untouched
+from .support import CI_NVRTC, canary, nvrtc_of, on, same_bits, untouched
 
 Arr = npt.NDArray[Any]
 
@@ -377,11 +377,11 @@ def _drawn_sources() -> list[build.Source]:
     return out
 
 
-@needs_nvrtc
+@pytest.mark.parametrize("major", CI_NVRTC)
 @pytest.mark.parametrize("arch", build.CI_ARCHES)
-def test_generated_sources_compile_for_the_ci_arches(arch: str) -> None:
+def test_generated_sources_compile_for_the_ci_arches(arch: str, major: int) -> None:
     for source in [*_drawn_sources(), attention.combine_source()]:
-        cubin = build.compile(source, arch)
+        cubin = build.compile(source, arch, nvrtc_of(major))
         assert cubin.path.read_bytes()[:4] == b"\x7fELF" and set(cubin.lowered) == set(source.kernels)
 
 

@@ -1,35 +1,47 @@
-"""nxkernel_cuda.build: every source compiles for sm_80 and sm_90 by NVRTC,
-without a GPU; the cache, the errors and rendering."""
+"""nxkernel_cuda.build: every source compiles for sm_80 and sm_90 by NVRTC 12
+and NVRTC 13, without a GPU; the cache, the errors and rendering."""
 
 from __future__ import annotations
 
+import logging
+import re
 import string
 from pathlib import Path
 
 import pytest
 
-from nxkernel_cuda import build, cache, catalog, copy, lane_sum
+from nxkernel_cuda import build, cache, catalog, copy, lane_sum, nvrtc
 from nxkernel_cuda.build import CompileError, Source
 
 from . import probe
-from .support import needs_nvrtc
+from .support import CI_NVRTC, needs_nvrtc, nvrtc_of
 
 
 def _every_source() -> list[Source]:
     return [*catalog.sources(), probe.probe_source()]
 
 
-@needs_nvrtc
-def test_nvrtc_comes_from_the_wheel() -> None:
-    assert build.nvrtc_version()[0] == 13
-    assert {"sm_80", "sm_90"} <= set(build.supported_arches())
+@pytest.mark.parametrize("major", CI_NVRTC)
+def test_nvrtc_comes_from_the_wheel(major: int) -> None:
+    compiler = nvrtc_of(major)
+    assert compiler.version[0] == major and "/nvidia/" in compiler.path
+    assert {"sm_80", "sm_90"} <= set(compiler.arches)
 
 
 @needs_nvrtc
+def test_without_a_driver_the_newest_nvrtc_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(nvrtc.VARIABLE, raising=False)
+    if nvrtc.driver_version() is not None:
+        pytest.skip("this machine has a CUDA driver")
+    assert nvrtc.chosen() == nvrtc.found()[0]
+    assert build.nvrtc_version() == max(n.version for n in nvrtc.found())
+
+
+@pytest.mark.parametrize("major", CI_NVRTC)
 @pytest.mark.parametrize("arch", build.CI_ARCHES)
 @pytest.mark.parametrize("source", _every_source(), ids=lambda s: s.name)
-def test_every_source_and_instantiation_compiles(source: Source, arch: str) -> None:
-    cubin = build.compile(source, arch)
+def test_every_source_and_instantiation_compiles(source: Source, arch: str, major: int) -> None:
+    cubin = build.compile(source, arch, nvrtc_of(major))
     assert cubin.path.read_bytes()[:4] == b"\x7fELF"  # a cubin, not PTX
     assert set(cubin.lowered) == set(source.kernels)
     assert cubin.arch == arch
@@ -129,3 +141,44 @@ def test_cache_root_follows_the_variable(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
     assert cache.root() == tmp_path / "x" / "nxkernel"
     assert cache.digest("ab", "c") != cache.digest("a", "bc")
+
+
+@needs_nvrtc
+def test_compiles_cache_hits_and_rebuilds_are_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("NXKERNEL_CACHE", str(tmp_path))
+    monkeypatch.setattr(build, "_built", {})
+    src = Source("logged.cu", 'extern "C" __global__ void logged(int* x) { x[0] = 2; }', ("logged",))
+    v = "{}.{}".format(*build.nvrtc_version())
+    with caplog.at_level(logging.DEBUG, logger="nxkernel.cuda.build"):
+        cubin = build.compile(src, "sm_90")
+        build._built.clear()
+        build.compile(src, "sm_90")
+        build._built.clear()
+        cubin.path.with_suffix(".json").write_text("{damaged")
+        build.compile(src, "sm_90")
+    messages = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "nxkernel.cuda.build"]
+    assert [level for level, _ in messages] == ["INFO", "DEBUG", "INFO", "INFO"], messages
+    assert re.fullmatch(rf"compiled logged\.cu for sm_90 \(NVRTC {v}\) in \d+\.\d\d s", messages[0][1])
+    assert messages[1][1] == f"cache hit: logged.cu for sm_90 (NVRTC {v}), {cubin.path}"
+    assert messages[2][1] == (f"cache entry damaged or incomplete, rebuilding: logged.cu for sm_90"
+                              f" (NVRTC {v}), {cubin.path}")
+    assert messages[3][1].startswith("compiled logged.cu for sm_90")
+
+
+def test_emulator_builds_and_cache_hits_are_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from nxkernel_cuda.emulator import driver
+
+    monkeypatch.setattr(driver, "_built", {})
+    with caplog.at_level(logging.DEBUG, logger="nxkernel.cuda.emulator"):
+        first = driver.build(lane_sum.source())
+        driver._built.clear()
+        assert driver.build(lane_sum.source()) == first
+    messages = [r.getMessage() for r in caplog.records if r.name == "nxkernel.cuda.emulator"]
+    # The first build compiles, or finds the object the shared cache holds.
+    assert re.fullmatch(r"compiled lane_sum\.cu for the emulator \(g\+\+\) in \d+\.\d\d s", messages[0]) \
+        or messages[0] == f"cache hit: lane_sum.cu for the emulator, {first}", messages
+    assert messages[-1] == f"cache hit: lane_sum.cu for the emulator, {first}"

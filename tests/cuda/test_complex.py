@@ -26,7 +26,7 @@ from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 from nxkernel_host.library import library as HOST
 
-from .support import Arr, canary, needs_nvrtc, on, run, same_bits, untouched, values
+from .support import CI_NVRTC, Arr, canary, nvrtc_of, on, run, same_bits, untouched, values
 
 COMPLEX = (D.complex64, D.complex128)
 N = 300  # more than a block of 256 threads
@@ -191,8 +191,8 @@ def test_a_padded_complex_load_reads_its_fill(dev: CudaRig, dt: Dtype) -> None:
     assert same_but_nans(got[0], _on_host(spec, [x], [dt])[0], dt)
 
 
-@needs_nvrtc
-def test_complex_sources_compile_for_every_ci_arch() -> None:
+@pytest.mark.parametrize("major", CI_NVRTC)
+def test_complex_sources_compile_for_every_ci_arch(major: int) -> None:
     sources = [reductions.arrays_source()]
     for dt in COMPLEX:
         other = D.complex128 if dt is D.complex64 else D.complex64
@@ -204,7 +204,7 @@ def test_complex_sources_compile_for_every_ci_arch() -> None:
         sources += [elementwise.map_source(prog), terms.reductions_source(prog, 0)]
     for source in sources:
         for arch in build.CI_ARCHES:
-            assert build.compile(source, arch).arch == arch
+            assert build.compile(source, arch, nvrtc_of(major)).arch == arch
 
 
 # --------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.door import refusal
 from nxkernel_core.kernel import KERNEL_NAMES, check_library
 from nxkernel_core.rig import Lost, OutOfMemory
-from nxkernel_cuda import device, plugin
+from nxkernel_cuda import device, nvrtc, plugin
 from nxkernel_cuda.device import EmuDevice
 from nxkernel_cuda.library import LIBRARY
 
@@ -31,9 +31,10 @@ def fresh_probe() -> Iterator[None]:
     device._probe.cache_clear()
 
 
-def _fake_cupy(monkeypatch: pytest.MonkeyPatch, *, driver: Any = 13000, count: Any = 1) -> None:
-    """Install a stand-in ``cupy`` whose runtime reports ``driver`` and
-    ``count`` (an exception instance is raised instead)."""
+def _fake_cupy(monkeypatch: pytest.MonkeyPatch, *, driver: Any = 13000, count: Any = 1,
+               runtime_version: Any = 13000) -> None:
+    """Install a stand-in ``cupy`` whose runtime reports ``driver``, ``count``
+    and the CUDA it is built for (an exception instance is raised instead)."""
 
     def answer(v: Any) -> Any:
         if isinstance(v, Exception):
@@ -42,6 +43,7 @@ def _fake_cupy(monkeypatch: pytest.MonkeyPatch, *, driver: Any = 13000, count: A
 
     runtime = types.SimpleNamespace(
         driverGetVersion=lambda: answer(driver),
+        runtimeGetVersion=lambda: answer(runtime_version),
         getDeviceCount=lambda: answer(count),
         getDeviceProperties=lambda i: {"name": b"Stand-in GPU", "major": 9, "minor": 0},
     )
@@ -58,16 +60,21 @@ def test_availability_here_gives_a_reason() -> None:
     assert any(w in why for w in ("CuPy", "driver", "device", "NVRTC")), why
 
 
-@pytest.mark.parametrize(("driver", "count", "expected"), [
-    (OSError("libcuda.so.1: cannot open"), 1, "no CUDA driver could be loaded (OSError: libcuda.so.1"),
-    (0, 1, "no CUDA driver is installed"),
-    (12040, 1, "too old: it runs CUDA 12.4, and the kernels need CUDA 13.0"),
-    (13000, 0, "no CUDA device is present"),
-    (13000, RuntimeError("cudaErrorNoDevice"), "no CUDA device is usable (RuntimeError: cudaErrorNoDevice)"),
+@pytest.mark.parametrize(("driver", "count", "runtime_version", "expected"), [
+    (OSError("libcuda.so.1: cannot open"), 1, 13000, "no CUDA driver could be loaded (OSError: libcuda.so.1"),
+    (0, 1, 13000, "no CUDA driver is installed"),
+    (11080, 1, 11080, "too old: it runs CUDA 11.8, and the kernels need CUDA 12.0"),
+    (12040, 1, 13000, "CuPy is built for CUDA 13.0, newer than the driver's CUDA 12.4: pip install"
+                      " 'nxkernel[cuda12]'"),
+    (12040, 1, OSError("libcudart"), "CuPy's CUDA runtime could not be loaded (OSError: libcudart)"),
+    (13000, 0, 13000, "no CUDA device is present"),
+    (13000, RuntimeError("cudaErrorNoDevice"), 13000,
+     "no CUDA device is usable (RuntimeError: cudaErrorNoDevice)"),
 ])
 def test_availability_names_what_is_missing(monkeypatch: pytest.MonkeyPatch, fresh_probe: None,
-                                            driver: Any, count: Any, expected: str) -> None:
-    _fake_cupy(monkeypatch, driver=driver, count=count)
+                                            driver: Any, count: Any, runtime_version: Any,
+                                            expected: str) -> None:
+    _fake_cupy(monkeypatch, driver=driver, count=count, runtime_version=runtime_version)
     ok, why = device.availability()
     assert not ok and expected in why
 
@@ -78,14 +85,45 @@ def test_availability_without_cupy(monkeypatch: pytest.MonkeyPatch, fresh_probe:
     assert not ok and why.startswith("CuPy is not importable") and "nxkernel[cuda]" in why
 
 
-def test_availability_with_a_device(monkeypatch: pytest.MonkeyPatch, fresh_probe: None) -> None:
-    _fake_cupy(monkeypatch)
-    monkeypatch.setattr(device, "nvrtc_version", lambda: (13, 0))
-    assert device.availability() == (True, "1 device(s): cuda:0 Stand-in GPU (sm_90); driver CUDA 13.0;"
-                                           " NVRTC 13.0")
-    monkeypatch.setattr(device, "nvrtc_version", lambda: (13, 5))
+def _stand_in_nvrtc(*versions: tuple[int, int]) -> tuple[nvrtc.Nvrtc, ...]:
+    """NVRTCs of ``versions`` that are never called (no library behind them)."""
+    return tuple(nvrtc.Nvrtc(f"/nv{a}.{b}/libnvrtc.so.{a}", (a, b), ("sm_80", "sm_90"), None)  # type: ignore[arg-type]
+                 for a, b in versions)
+
+
+def test_availability_with_a_device_names_the_chosen_nvrtc(
+    monkeypatch: pytest.MonkeyPatch, fresh_probe: None
+) -> None:
+    monkeypatch.delenv(nvrtc.VARIABLE, raising=False)
+    monkeypatch.setattr(nvrtc, "found", lambda: _stand_in_nvrtc((13, 0), (12, 9)))
+    _fake_cupy(monkeypatch, driver=12040, runtime_version=12090)
+    assert device.availability() == (True, "1 device(s): cuda:0 Stand-in GPU (sm_90); driver CUDA 12.4;"
+                                           " NVRTC 12.9 (/nv12.9/libnvrtc.so.12)")
+    _fake_cupy(monkeypatch, driver=13010, runtime_version=13000)
+    assert device.availability(refresh=True)[1].endswith("NVRTC 13.0 (/nv13.0/libnvrtc.so.13)")
+    monkeypatch.setattr(nvrtc, "found", lambda: _stand_in_nvrtc((13, 0)))
+    _fake_cupy(monkeypatch, driver=12040, runtime_version=12090)
     ok, why = device.availability(refresh=True)
-    assert not ok and "NVRTC 13.5 is newer than the driver's CUDA 13.0" in why
+    assert not ok
+    assert why == ("no NVRTC whose cubins the driver (CUDA 12.4) can run: found NVRTC 13.0"
+                   " (/nv13.0/libnvrtc.so.13); pip install 'nxkernel[cuda12]'")
+
+
+def test_select_takes_the_newest_nvrtc_the_driver_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(nvrtc.VARIABLE, raising=False)
+    both = _stand_in_nvrtc((13, 0), (12, 9))
+    assert nvrtc.select(None, both).version == (13, 0)  # no driver: compiling only
+    assert nvrtc.select(13000, both).version == (13, 0)
+    assert nvrtc.select(12020, both).version == (12, 9)  # minor version compatibility: cubins
+    with pytest.raises(nvrtc.NvrtcUnavailable, match=r"driver \(CUDA 11.8\).*a driver for CUDA 12 or newer"):
+        nvrtc.select(11080, both)
+    with pytest.raises(nvrtc.NvrtcUnavailable, match=r"no NVRTC can be loaded .*nxkernel\[cuda13\]"):
+        nvrtc.select(13000, ())
+    monkeypatch.setenv(nvrtc.VARIABLE, "12")
+    assert nvrtc.select(13000, both).version == (12, 9)
+    monkeypatch.setenv(nvrtc.VARIABLE, "13")
+    with pytest.raises(nvrtc.NvrtcUnavailable, match=r"NXKERNEL_NVRTC=13, but no NVRTC 13 is found"):
+        nvrtc.select(13000, both[1:])
 
 
 def test_the_library_keeps_the_protocol_and_declines_what_it_does_not_compute() -> None:

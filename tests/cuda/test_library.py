@@ -28,7 +28,7 @@ from nxkernel_cuda.library import LIBRARY
 
 from . import programs
 from . import test_gpu_plumbing as plumbing
-from .support import needs_nvrtc, on, run, same_bits, values
+from .support import CI_NVRTC, nvrtc_of, on, run, same_bits, values
 
 
 def _generated() -> list[Source]:
@@ -36,11 +36,11 @@ def _generated() -> list[Source]:
             + [terms.reductions_source(p, k) for p, k in programs.REDUCTION_TERMS])
 
 
-@needs_nvrtc
+@pytest.mark.parametrize("major", CI_NVRTC)
 @pytest.mark.parametrize("arch", build.CI_ARCHES)
-def test_generated_sources_compile_for_the_ci_arches(arch: str) -> None:
+def test_generated_sources_compile_for_the_ci_arches(arch: str, major: int) -> None:
     for source in _generated():
-        cubin = build.compile(source, arch)
+        cubin = build.compile(source, arch, nvrtc_of(major))
         assert cubin.path.read_bytes()[:4] == b"\x7fELF" and set(cubin.lowered) == set(source.kernels)
 
 

@@ -28,7 +28,7 @@ from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 from nxkernel_host.library import library as HOST
 
-from .support import REAL, canary, needs_nvrtc, on, run, same_bits, untouched, values
+from .support import CI_NVRTC, REAL, canary, nvrtc_of, on, run, same_bits, untouched, values
 
 Arr = npt.NDArray[Any]
 
@@ -274,9 +274,9 @@ def test_the_pad_descriptor_keeps_the_fills_bytes_and_the_axes() -> None:
     assert loops.pad_key((S.PLAIN, ld)) == (None, 2) and loops.pad_key((S.PLAIN,)) == ()
 
 
-@needs_nvrtc
+@pytest.mark.parametrize("major", CI_NVRTC)
 @pytest.mark.parametrize("arch", build.CI_ARCHES)
-def test_padded_sources_compile_for_the_ci_arches(arch: str) -> None:
+def test_padded_sources_compile_for_the_ci_arches(arch: str, major: int) -> None:
     """A map and the reductions over a rank-2 Padded load, a rank-0 one and a
     Plain one compile by NVRTC (the emulator runs the same text)."""
     b = Prog.build([D.float32, D.int4, D.bfloat16])
@@ -284,5 +284,5 @@ def test_padded_sources_compile_for_the_ci_arches(arch: str) -> None:
     prog = b.finish(p + b.cast(q, D.float32) * b.cast(r, D.float32))
     pads = (2, 0, None)
     for source in (elementwise.map_source(prog, pads), terms.reductions_source(prog, 0, pads)):
-        cubin = build.compile(source, arch)
+        cubin = build.compile(source, arch, nvrtc_of(major))
         assert cubin.path.read_bytes()[:4] == b"\x7fELF" and set(cubin.lowered) == set(source.kernels)

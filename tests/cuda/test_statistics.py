@@ -33,7 +33,7 @@ from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 
 from . import programs
-from .support import canary, needs_nvrtc, on, run, same_bits, untouched, values
+from .support import CI_NVRTC, canary, nvrtc_of, on, run, same_bits, untouched, values
 
 Arr = npt.NDArray[Any]
 
@@ -560,12 +560,12 @@ def test_declines_and_misfits_write_nothing(dev: CudaRig) -> None:
 
 
 
-@needs_nvrtc
+@pytest.mark.parametrize("major", CI_NVRTC)
 @pytest.mark.parametrize("arch", build.CI_ARCHES)
-def test_generated_sources_compile_for_the_ci_arches(arch: str) -> None:
+def test_generated_sources_compile_for_the_ci_arches(arch: str, major: int) -> None:
     for prog, k in ((programs.fused(), 0), (programs.identity(D.int4), 0)):
         source = statistics.terms_source(prog, k)
-        cubin = build.compile(source, arch)
+        cubin = build.compile(source, arch, nvrtc_of(major))
         assert cubin.path.read_bytes()[:4] == b"\x7fELF" and set(cubin.lowered) == set(source.kernels)
 
 

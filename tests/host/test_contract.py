@@ -13,6 +13,7 @@ import math
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -29,7 +30,7 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, check_error_factor, gamma, unit_roundoff
-from nxkernel_host.blas import pinned_blas
+from nxkernel_host import blas
 from nxkernel_host.contraction import FAMILY, error_factor
 
 from .layouts import LAYOUTS, placed
@@ -592,18 +593,59 @@ def test_bits_do_not_depend_on_blas_threads() -> None:
             assert runs[0][key] == runs[1][key], key
 
 
-def test_pinning_restores_the_callers_thread_count() -> None:
-    from nxkernel_host.blas import _openblas_controls
+def test_the_library_blas_is_its_own_and_the_programs_is_never_touched() -> None:
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="pip install threadpoolctl")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((300, 200)).astype(np.float32)
+    b = rng.standard_normal((200, 100)).astype(np.float32)
+    dst = Array.empty(D.float32, (300, 100))
+    spec = S.Contract((), ((1, 0),), D.float32)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        before = [(i["filepath"], i["num_threads"]) for i in threadpoolctl.threadpool_info()]
+        assert contract(spec, [dst], [Array.from_numpy(a), Array.from_numpy(b)]) is Answer.DONE
+        after = [(i["filepath"], i["num_threads"]) for i in threadpoolctl.threadpool_info()]
+    assert before == after  # the program's BLAS thread counts, read and left alone
+    assert not any("nxkernel" in path for path, _ in after)  # ours is invisible to it
+    assert blas.library().scipy_openblas_get_num_threads() == 1
+    assert blas.corename()
 
-    controls = _openblas_controls()
-    assert controls, "no OpenBLAS found: NumPy's BLAS would not be pinned"
-    before = [get() for _, get in controls]
-    with pinned_blas:
-        assert all(get() == 1 for _, get in controls)
-        with pinned_blas:
-            assert all(get() == 1 for _, get in controls)
-        assert all(get() == 1 for _, get in controls)
-    assert [get() for _, get in controls] == before
+
+def test_another_thread_changing_blas_threads_changes_no_bit() -> None:
+    """nx.matmul-sized contractions in one thread while another keeps changing
+    the program's BLAS threads and multiplying with NumPy: every result has
+    the first one's bits, and the other thread's settings hold."""
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="pip install threadpoolctl")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((384, 384)).astype(np.float32)
+    spec = S.Contract((), ((1, 0),), D.float32)
+    xa = Array.from_numpy(a)
+
+    def ours() -> bytes:
+        dst = Array.empty(D.float32, (384, 384))
+        assert contract(spec, [dst], [xa, xa]) is Answer.DONE
+        return dst.to_numpy().tobytes()
+
+    first = ours()
+    stop = threading.Event()
+    seen: list[tuple[int, int]] = []
+
+    def meddle() -> None:
+        while not stop.is_set():
+            for n in (1, 2):
+                with threadpoolctl.threadpool_limits(n, user_api="blas"):
+                    a @ a
+                    seen.append((n, min(i["num_threads"] for i in threadpoolctl.threadpool_info()
+                                        if i["user_api"] == "blas")))
+
+    other = threading.Thread(target=meddle)
+    other.start()
+    try:
+        mismatches = sum(ours() != first for _ in range(40))
+    finally:
+        stop.set()
+        other.join()
+    assert mismatches == 0
+    assert seen and all(want == got for want, got in seen)
 
 
 def test_two_runs_give_the_same_bits() -> None:

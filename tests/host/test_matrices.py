@@ -432,3 +432,55 @@ def test_bits_do_not_depend_on_blas_threads() -> None:
              for threads in ("1", "2")]
     runs = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
     assert runs[0] == runs[1]
+
+
+# --------------------------------------------------------------------------
+# The routines' own BLAS: bits that no thread setting of the program changes
+# --------------------------------------------------------------------------
+
+_ROUTINES_SCRIPT = """
+import hashlib, json, sys
+import numpy as np
+from nxkernel_core import dtype as D, spec as S
+from nxkernel_core.array import Array
+from nxkernel_host.matrices import FAMILY
+rng = np.random.default_rng(0)
+a = rng.integers(-3, 4, (300, 300)).astype(np.float64) + rng.standard_normal((300, 300)) / 8
+m = rng.integers(-3, 4, (300, 300)).astype(np.float64)
+h = m @ m.T + 300 * np.eye(300)  # integers: the same bits whatever NumPy's BLAS threads
+k = FAMILY.kernels
+sq, sq2, vec = (Array.empty(D.float64, (300, 300)), Array.empty(D.float64, (300, 300)),
+                Array.empty(D.float64, (300,)))
+out = {}
+for name, call, dsts in [("cholesky", lambda: k["cholesky"](S.Cholesky(), [sq], [Array.from_numpy(h)]), [sq]),
+                         ("qr", lambda: k["qr"](S.Qr(), [sq, sq2], [Array.from_numpy(a)]), [sq, sq2]),
+                         ("eigh", lambda: k["eigh"](S.Eigh(), [vec, sq], [Array.from_numpy(h)]), [vec, sq]),
+                         ("svd", lambda: k["svd"](S.Svd(), [sq, vec, sq2], [Array.from_numpy(a)]),
+                          [sq, vec, sq2])]:
+    call()
+    out[name] = hashlib.sha1(b"".join(d.to_numpy().tobytes() for d in dsts)).hexdigest()
+json.dump(out, sys.stdout)
+"""
+
+
+def test_routine_bits_do_not_depend_on_the_programs_blas_threads() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    runs = []
+    for threads in ("1", "3"):
+        done = subprocess.run([sys.executable, "-c", _ROUTINES_SCRIPT], text=True, capture_output=True,
+                              env={**env, "OPENBLAS_NUM_THREADS": threads}, timeout=300, check=True)
+        runs.append(json.loads(done.stdout))
+    assert runs[0] == runs[1]
+
+
+def test_the_routines_run_on_their_own_instance() -> None:
+    from nxkernel_host import blas
+
+    assert blas.library(blas.ROUTINE_THREADS).scipy_openblas_get_num_threads() == blas.ROUTINE_THREADS
+    assert blas.library(1).scipy_openblas_get_num_threads() == 1
+    assert blas.library(blas.ROUTINE_THREADS)._handle != blas.library(1)._handle
