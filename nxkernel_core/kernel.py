@@ -15,6 +15,7 @@ case and says so. Read it next to :class:`Library` to learn the protocol.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import inspect
 import math
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KERNEL_NAMES",
+    "KIND_ULPS",
     "Call",
     "KernelError",
     "KernelStatement",
@@ -401,6 +403,21 @@ class KernelStatement:
     declines: Callable[[Call], str | None]
 
 
+#: Upstream §3's bounds in ulps (float32, float64) of the kinds Prog leaves
+#: inexact, by kind name: the transcendentals, Pow and Atan2. A statement's
+#: ``ulps`` lie within them; the narrow floats, which compute in float32 and
+#: round once, within 1 ulp of their format.
+KIND_ULPS: Final[Mapping[str, tuple[int, int]]] = types.MappingProxyType({
+    **{k: (2, 2) for k in ("exp", "exp2", "sin", "cos", "asin", "acos", "atan", "cosh", "tanh", "erf")},
+    **{k: (1, 2) for k in ("expm1", "log", "log2", "log1p")},
+    "atan2": (3, 2), "sinh": (3, 2), "tan": (4, 2), "pow": (4, 2),
+})
+
+
+#: The float dtypes' names, the keys a statement's ``ulps`` may have.
+_FLOATS: Final = tuple(d.name for d in _dtype.all if d.is_float)
+
+
 #: Dtypes and numbers of products at which a statement shows its e(K).
 _E_DTYPES: Final = (_dtype.float32, _dtype.float64, _dtype.complex64, _dtype.complex128)
 _E_KS: Final[tuple[int, ...]] = (16, 1024, 65536)
@@ -438,6 +455,12 @@ class Statement:
     open_choices: Mapping[str, str]
     #: Whether several threads may call the library's kernels at once.
     concurrent: bool
+    #: The bounds of the inexact kinds (``KIND_ULPS``' kinds) in ulps from the
+    #: correctly rounded value, ``ulps[dtype name][kind name]``, at each float
+    #: dtype whose programs the library computes: every such kind, each within
+    #: ``KIND_ULPS`` (1 for the narrow floats). Empty for a library that
+    #: computes no program of floats.
+    ulps: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         missing = [k for k in KERNEL_NAMES if k not in self.computes]
@@ -459,6 +482,29 @@ class Statement:
         for field in ("computes", "association", "algorithms", "open_choices"):
             frozen = types.MappingProxyType(dict(getattr(self, field)))
             object.__setattr__(self, field, frozen)
+        self._check_ulps()
+        object.__setattr__(self, "ulps", types.MappingProxyType(
+            {dt: types.MappingProxyType(dict(b)) for dt, b in self.ulps.items()}))
+
+    def _check_ulps(self) -> None:
+        """Raise ValueError naming each misstated bound of ``ulps``."""
+        wrong = []
+        for dt, bounds in self.ulps.items():
+            if dt not in _FLOATS:
+                wrong.append(f"ulps[{dt!r}]: not a float dtype{close_match(dt, _FLOATS)}")
+                continue
+            missing = [k for k in KIND_ULPS if k not in bounds]
+            if missing:
+                wrong.append(f"ulps[{dt!r}] states no {', '.join(missing)}")
+            for k, b in bounds.items():
+                if k not in KIND_ULPS:
+                    wrong.append(f"ulps[{dt!r}][{k!r}]: not an inexact kind{close_match(k, KIND_ULPS)}")
+                    continue
+                most = 1 if dt not in ("float32", "float64") else KIND_ULPS[k][dt == "float64"]
+                if not isinstance(b, int) or isinstance(b, bool) or not 0 <= b <= most:
+                    wrong.append(f"ulps[{dt!r}][{k!r}] = {b!r}: not an int in [0, {most}]")
+        if wrong:
+            raise ValueError(f"Statement of {self.library}: " + "; ".join(wrong))
 
     def declines(self, call: Call) -> str | None:
         """Why the library declines ``call``, or ``None`` where it computes it."""
@@ -490,12 +536,14 @@ class Statement:
         lines += [f"    {dt:<18}{row}".rstrip() for dt, row in rows.items()]
         lines += _section("algorithms", self.algorithms)
         lines += _section("open choices", self.open_choices)
+        lines += _section("ulps", {dt: ", ".join(f"{k} {b}" for k, b in bounds.items())
+                                   for dt, bounds in self.ulps.items()})
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
-        """The statement as JSON-ready data: the prose of every part, and e(K)
+        """The statement as JSON-ready data: the prose of every part, e(K)
         sampled at float32, float64, complex64 and complex128 for K = 16, 1024,
-        65536 with the ceiling γ(2K + 2)."""
+        65536 with the ceiling γ(2K + 2), and the ulps of the inexact kinds."""
         return {
             "library": self.library,
             "summary": self.summary,
@@ -505,6 +553,7 @@ class Statement:
             "error_factor": self._error_factors(),
             "algorithms": dict(self.algorithms),
             "open_choices": dict(self.open_choices),
+            "ulps": {dt: dict(b) for dt, b in self.ulps.items()},
         }
 
 

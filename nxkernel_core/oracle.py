@@ -470,7 +470,9 @@ def two_product(a: Arr, b: Arr) -> tuple[Arr, Arr]:
 def exact_prefix_sums(rows: Arr) -> tuple[Arr, Arr]:
     """For float64 ``rows`` ``[..., n]``: the exact sum of each prefix rounded
     once to float64 (Shewchuk's partials, kept as ``math.fsum`` keeps them;
-    IEEE special values as ``exact_sums``), and each prefix's Σ|x|."""
+    IEEE special values as ``exact_sums``), and each prefix's Σ|x|. Barring
+    overflow: where finite terms' partials overflow (Σ|x| past 2^1023), the
+    sum is an infinity or a NaN."""
     r = np.asarray(rows, dtype=np.float64)
     lead, n = r.shape[:-1], r.shape[-1]
     flat = r.reshape((math.prod(lead), n))
@@ -500,6 +502,10 @@ def exact_prefix_sums(rows: Arr) -> tuple[Arr, Arr]:
                     out[i, j] = math.fsum(partials)
                 except OverflowError:
                     out[i, j] = math.copysign(math.inf, partials[-1])
+                except ValueError:
+                    # Partials that overflowed to both infinities: finite terms
+                    # of Σ|x| past 2^1023, beyond any bound's reach.
+                    out[i, j] = math.nan
     with np.errstate(all="ignore"):
         absum = np.cumsum(np.abs(r), axis=-1)
     return out.reshape(r.shape), absum

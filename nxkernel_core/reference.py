@@ -24,8 +24,9 @@ bounds.
 
 NaNs. A float kind with a NaN operand returns its first NaN operand's bits
 unchanged (signalling or not; Neg and Abs set its sign bit as they would a
-number's); this comes before every other rule, so ``pow(NaN, 0)`` and
-``pow(1, NaN)`` are that NaN. A NaN made from numbers is the format's
+number's), but where C99 Annex F fixes the result whatever the other operand
+(upstream §3): ``pow(x, ±0)`` and ``pow(1, y)`` are 1, a NaN ``x`` or ``y``
+included. A NaN made from numbers is the format's
 canonical quiet NaN with a clear sign (0x7FF8000000000000, 0x7FC00000,
 0x7E00 in float16, 0x7FC0 in bfloat16, 0x7E in e5m2, 0x7F in e4m3fn);
 float4_e2m1fn stores it as +0. Maximum and Minimum order -0 below +0 and
@@ -391,7 +392,12 @@ def _binary_float(kind: Binary, dt: Dtype, x: Arr, y: Arr) -> Arr:
         r = _pow_atan2(kind, wx.astype(np.float64), wy.astype(np.float64), dt)
     else:
         raise AssertionError(kind)
-    return _nan_rule(dt, _store(dt, r), x, y)
+    out = _nan_rule(dt, _store(dt, r), x, y)
+    if kind is Binary.POW:
+        # Annex F's pow(x, ±0) = pow(1, y) = 1 wins over the NaN rule.
+        fixed = (wy == 0) | (wx == 1)
+        out = _select(fixed, _store(dt, np.ones(out.shape)), out)
+    return out
 
 
 def _split64(x: float) -> tuple[int, int]:

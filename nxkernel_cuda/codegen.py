@@ -20,7 +20,10 @@ evaluator (``nxkernel_core.reference``) does, rounded once to the node's dtype:
 * The NaN rule of upstream §3 holds at every float node: the first NaN
   operand's bits, unchanged (Neg and Abs flip and clear its sign bit); a NaN
   made from numbers is the format's canonical quiet NaN, so NaN results have
-  the reference's bits on both devices.
+  the reference's bits on both devices. Annex F's pow(x, ±0) = pow(1, y) = 1
+  win over it, a NaN operand included.
+* Sin, Cos and Tan of a double with 2^20 <= |x| < inf reduce x by Payne–Hanek
+  (``kernels/nxk_trig.cuh``), within 1 ulp, the host library's bits there.
 * Integers of 8 and 16 bits and the 4-bit ones compute in 32 bits, 32-bit
   ones in 32 and 64-bit ones in 64, and wrap on the store; Idiv and Mod by 0
   and the signed minimum by -1 follow upstream §3; Pow by squaring.
@@ -56,6 +59,7 @@ from typing import Final, final
 
 from nxkernel_core import dtype as D
 from nxkernel_core.dtype import Dtype, Kind
+from nxkernel_core.kernel import KIND_ULPS
 from nxkernel_core.prog import (
     TRANSCENDENTAL,
     Binary,
@@ -78,6 +82,7 @@ __all__ = [
     "ATTN_WORDS_FIXED",
     "SCALARS",
     "TERM_CODE",
+    "ULPS",
     "Scalar",
     "code_expr",
     "eval_code",
@@ -198,10 +203,17 @@ def of_code_expr(dt: Dtype, code: str) -> str:
 # Nodes
 # --------------------------------------------------------------------------
 
+#: The bounds in ulps of the inexact kinds by float dtype (``Statement.ulps``):
+#: float64 libdevice's (a GPU) or the C library's (cuda-emu), at most 2 each;
+#: float32 and the narrow floats compute in double and round once, within 1.
+ULPS: Final = {dt.name: {k: 2 if dt is D.float64 else 1 for k in KIND_ULPS} for dt in D.all if dt.is_float}
+
+#: Each a function of a double; Sin, Cos and Tan reduce huge arguments
+#: themselves (``kernels/nxk_trig.cuh``), where the C library's reduction errs.
 _TRANSCENDENTAL_C: Final[dict[Unary, str]] = {
     Unary.EXP: "exp", Unary.EXP2: "exp2", Unary.LOG: "log", Unary.LOG2: "log2",
-    Unary.LOG1P: "log1p", Unary.EXPM1: "expm1", Unary.SIN: "sin", Unary.COS: "cos",
-    Unary.TAN: "tan", Unary.ASIN: "asin", Unary.ACOS: "acos", Unary.ATAN: "atan",
+    Unary.LOG1P: "log1p", Unary.EXPM1: "expm1", Unary.SIN: "nxk_sin", Unary.COS: "nxk_cos",
+    Unary.TAN: "nxk_tan", Unary.ASIN: "asin", Unary.ACOS: "acos", Unary.ATAN: "atan",
     Unary.SINH: "sinh", Unary.COSH: "cosh", Unary.TANH: "tanh", Unary.ERF: "erf",
 }
 _ROUNDING_C: Final[dict[Unary, str]] = {
@@ -254,20 +266,26 @@ class _Emitter:
     # ---- float results with the NaN rule ------------------------------------
 
     def float_result(self, i: int, dt: Dtype, expr: str, operands: Sequence[int],
-                     in_double: bool = False) -> None:
+                     in_double: bool = False, one_if: str | None = None) -> None:
         """Node ``i`` of float ``dt`` = ``expr`` (in the compute type, or in
         double where ``in_double``) rounded once, then the NaN rule over the
-        operand nodes ``operands``."""
+        operand nodes ``operands``; but 1 where the C condition ``one_if``
+        holds (Annex F's pow(x, ±0) and pow(1, y), which win over the NaN rule)."""
         s = SCALARS[dt]
         args = ", ".join(_v(o) for o in operands)
         if not s.narrow:
             value = f"(float)({expr})" if in_double and dt is D.float32 else expr
-            self.emit(f"const {s.ctype} {_v(i)} = nxk_nan{len(operands)}_{s.name}({value}, {args});")
+            value = f"nxk_nan{len(operands)}_{s.name}({value}, {args})"
+            if one_if is not None:
+                value = f"({one_if}) ? {'1.0' if dt is D.float64 else '1.0f'} : {value}"
+            self.emit(f"const {s.ctype} {_v(i)} = {value};")
             return
         conv = f"nxk_{s.name}_of_f64" if in_double else f"nxk_{s.name}_of_f32"
         self.emit(f"{s.ctype} {_v(i)} = {conv}({expr});")
         chain = " else ".join(f"if (nxk_isnan_{s.name}({_v(o)})) {_v(i)} = {_v(o)};" for o in operands)
         self.emit(chain)
+        if one_if is not None:
+            self.emit(f"if ({one_if}) {_v(i)} = {conv}(1.0{'' if in_double else 'f'});")
 
     # ---- kinds ----------------------------------------------------------------
 
@@ -355,10 +373,12 @@ class _Emitter:
                 self.float_result(i, src, f"{_f32_fn('fmod', src)}({wx}, {wy})", [x, y])
             elif kind in (Binary.POW, Binary.ATAN2):
                 fn = "pow" if kind is Binary.POW else "atan2"
+                one_if = f"{wy} == 0 || {wx} == 1" if kind is Binary.POW else None
                 if src is D.float64:
-                    self.float_result(i, src, f"{fn}({wx}, {wy})", [x, y])
+                    self.float_result(i, src, f"{fn}({wx}, {wy})", [x, y], one_if=one_if)
                 else:
-                    self.float_result(i, src, f"{fn}((double){wx}, (double){wy})", [x, y], in_double=True)
+                    self.float_result(i, src, f"{fn}((double){wx}, (double){wy})", [x, y], in_double=True,
+                                      one_if=one_if)
             else:
                 raise AssertionError(kind)
             return

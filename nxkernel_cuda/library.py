@@ -48,6 +48,7 @@ from nxkernel_core.kernel import KERNEL_NAMES, Call, KernelStatement, Statement
 
 from . import (
     attention,
+    codegen,
     contraction,
     elementwise,
     folds,
@@ -142,8 +143,10 @@ _ALGORITHMS: Final = {
         "and Atan2 of float32 and the narrow floats compute in float64 and round once into the node's "
         "dtype: within 1 ulp (correctly rounded but where the float64 value's own error straddles a "
         "rounding point); of float64 they are libdevice's on a GPU (at most 2 ulps) and the C library's "
-        "on cuda-emu (at most 2 ulps), so float64 transcendental bits may differ between the two. C99 "
-        "Annex F's special values hold, after the NaN rule (the first NaN operand). Every other kind is "
+        "on cuda-emu (at most 2 ulps), so float64 transcendental bits may differ between the two, but "
+        "Sin, Cos and Tan of 2^20 <= |x|, which reduce x by Payne–Hanek (nxk_trig.cuh, within 1 ulp: the "
+        "host library's bits). C99 Annex F's special values hold exactly, and win over the NaN rule (the "
+        "first NaN operand) where they fix a result: pow(x, ±0) = pow(1, y) = 1. Every other kind is "
         "exact: the reference evaluator's bits on both devices."),
     "complex kinds": (
         "complex64 and complex128 take no transcendental kind, Sqrt or Abs (Prog's domains), so none "
@@ -188,6 +191,7 @@ def _statement() -> Statement:
         algorithms=_ALGORITHMS,
         open_choices=matrices.OPEN_CHOICES,
         concurrent=True,
+        ulps=codegen.ULPS,
     )
 
 

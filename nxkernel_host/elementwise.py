@@ -155,8 +155,9 @@ STATEMENT: Final = KernelStatement(
     "operand identical to its destination. The exact kinds (arithmetic, Sqrt, Fma, Mod, "
     "rounding kinds, Sign, Maximum, Minimum, comparisons, casts, integer kinds, Threefry) "
     "give the reference's bits but for a NaN result's sign and payload; Copy, Bitcast and "
-    "Where keep bits. Transcendentals, Pow and Atan2 are within the ulps the algorithms "
-    "state. Declines nothing.",
+    "Where keep bits. Transcendentals, Pow and Atan2 are within the statement's ulps, C99 "
+    "Annex F's special values exact (pow(x, ±0) = pow(1, y) = 1, a NaN operand included). "
+    "Declines nothing.",
     _declines,
 )
 
@@ -164,8 +165,10 @@ STATEMENT: Final = KernelStatement(
 def _ulps_prose(dtype: str) -> str:
     bounds = program.ULPS[dtype]
     kinds = ", ".join(f"{k} {v}" for k, v in bounds.items())
-    how = ("NumPy's SIMD float64 ufuncs (libm's erf through Numba)" if dtype == "float64" else
-           "float64 by NumPy's SIMD ufuncs (libm's erf through Numba), rounded once")
+    how = "NumPy's SIMD float64 ufuncs (libm's erf through Numba; Sin, Cos and Tan of 2^20 <= |x| by a " \
+          "Payne–Hanek reduction, within 1 ulp)"
+    if dtype != "float64":
+        how = f"float64 by {how}, rounded once"
     return f"computed in {how}; ulps from the exactly rounded result: {kinds}."
 
 
@@ -186,4 +189,5 @@ FAMILY: Final = Family(
     statements={"map": STATEMENT},
     algorithms=ALGORITHMS,
     prepared={"map": prepare},
+    ulps=program.ULPS,
 )

@@ -3,7 +3,7 @@
 Each family module (``elementwise``, ``reductions``, ``moves``, ...) exports a
 ``FAMILY`` of this type: its kernels by name, each kernel's statement, and the
 parts of the library's statement the family states (association, algorithms,
-open choices). ``library`` assembles the families into one library.
+open choices, ulps). ``library`` assembles the families into one library.
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ class Family:
     error_factor: Callable[[int, Dtype], float] | None = None
     #: The kernels the caller's warm path may call prepared (see ``Prepare``).
     prepared: Mapping[str, Prepare] = field(default_factory=dict)
+    #: The ulps of the inexact kinds (``Statement.ulps``), stated by the family
+    #: whose kernels compute programs' kinds.
+    ulps: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if set(self.kernels) != set(self.statements):

@@ -20,8 +20,11 @@ are tested against bit for bit:
 - Moves keep bits: Copy, Bitcast and Where work on the elements' bytes, so NaN
   payloads, signalling NaNs and a bool's byte survive.
 - Transcendentals, Pow and Atan2 compute in float64 by NumPy's SIMD ufuncs
-  (libm's erf through Numba for Erf) and round once into their dtype;
-  ``ULPS`` states their bounds, within upstream §3's table.
+  (libm's erf through Numba for Erf; Sin, Cos and Tan of |x| >= 2^20 by the
+  Payne–Hanek reduction of ``trig``) and round once into their dtype;
+  ``ULPS`` states their bounds, within upstream §3's table. C99 Annex F's
+  special values hold exactly, and where Annex F fixes a result it wins over
+  the NaN rule: pow(x, ±0) = pow(1, y) = 1, a NaN operand included.
 
 Compute types (upstream §3): float16, bfloat16 and the float8/float4 formats
 compute in float32 and round once on the store; integers of 8 and 16 bits
@@ -53,6 +56,8 @@ from nxkernel_core.prog import (
     element,
 )
 
+from . import trig
+
 __all__ = ["ULPS", "Impl", "const_value", "fma_float", "fma_int", "op1", "op2", "quiet", "truth", "where"]
 
 Arr = npt.NDArray[Any]
@@ -73,6 +78,7 @@ _INEXACT: Final = (*(k.name.lower() for k in sorted(TRANSCENDENTAL, key=lambda k
 ULPS: Final[Mapping[str, Mapping[str, int]]] = {
     "float64": {k: 2 for k in _INEXACT},
     "float32": {k: 1 for k in _INEXACT},
+    **{dt.name: {k: 1 for k in _INEXACT} for dt in D.all if dt.is_float and dt.bits < 32},
 }
 
 _F32: Final = np.dtype(np.float32)
@@ -263,10 +269,12 @@ def _numba_binary(name: str, dtype: np.dtype[Any], out: Arr | None, *args: Arr) 
 # Float kinds
 # --------------------------------------------------------------------------
 
-_TRANSCENDENTAL: Final[dict[Unary, np.ufunc]] = {
+#: Each takes a ufunc's (x, out=, dtype=); Sin, Cos and Tan reduce huge
+#: arguments themselves (``trig``), where the C library's reduction errs.
+_TRANSCENDENTAL: Final[dict[Unary, Callable[..., Arr]]] = {
     Unary.EXP: np.exp, Unary.EXP2: np.exp2, Unary.LOG: np.log, Unary.LOG2: np.log2,
-    Unary.LOG1P: np.log1p, Unary.EXPM1: np.expm1, Unary.SIN: np.sin, Unary.COS: np.cos,
-    Unary.TAN: np.tan, Unary.ASIN: np.arcsin, Unary.ACOS: np.arccos, Unary.ATAN: np.arctan,
+    Unary.LOG1P: np.log1p, Unary.EXPM1: np.expm1, Unary.SIN: trig.sin, Unary.COS: trig.cos,
+    Unary.TAN: trig.tan, Unary.ASIN: np.arcsin, Unary.ACOS: np.arccos, Unary.ATAN: np.arctan,
     Unary.SINH: np.sinh, Unary.COSH: np.cosh, Unary.TANH: np.tanh,
 }
 _EXACT_UNARY: Final[dict[Unary, np.ufunc]] = {
@@ -324,7 +332,7 @@ def _unary_float(kind: Unary, dt: Dtype) -> Impl:
         return lambda out, x: _finish(out, (_bits(x) & keep).view(dt.numpy_dtype))
     if kind in TRANSCENDENTAL:
         # NumPy has no erf; libm's, through Numba, is within an ulp.
-        uf: np.ufunc = _numba_kernels()["erf"] if kind is Unary.ERF else _TRANSCENDENTAL[kind]
+        uf: Callable[..., Arr] = _numba_kernels()["erf"] if kind is Unary.ERF else _TRANSCENDENTAL[kind]
         if dt is D.float64:
             return lambda out, x: uf(_contig(x), out=out)
         if dt is D.float32:
@@ -378,22 +386,17 @@ def _binary_float(kind: Binary, dt: Dtype) -> Impl:
             return where(out, (_bits(r) == _bits(wx)) | np.isnan(wx), x, y)
 
         return narrow
+    # NumPy's pow gives C99 Annex F's pow(x, ±0) = pow(1, y) = 1 for a NaN
+    # operand too, as upstream §3 states; every other NaN operand makes a NaN.
     uf = np.power if kind is Binary.POW else np.arctan2
-    fix_nan = kind is Binary.POW
 
     def f(out: Arr | None, x: Arr, y: Arr) -> Arr:
         if dt is D.float64:
-            r = np.asarray(uf(_contig(x), _contig(y), out=out))
-        elif dt is D.float32 and out is not None:
-            r = uf(_contig(x), _contig(y), out=out, dtype=np.float64)
-        else:
-            r = _store(dt, uf(np.ascontiguousarray(x, dtype=np.float64),
-                              np.ascontiguousarray(y, dtype=np.float64)), out)
-        if fix_nan:
-            # The NaN rule comes before C99's pow(NaN, 0) = pow(1, NaN) = 1.
-            nan = np.isnan(_wide(x)) | np.isnan(_wide(y))
-            np.copyto(r, np.asarray(np.nan).astype(r.dtype), where=nan)
-        return r
+            return np.asarray(uf(_contig(x), _contig(y), out=out))
+        if dt is D.float32 and out is not None:
+            return np.asarray(uf(_contig(x), _contig(y), out=out, dtype=np.float64))
+        return _store(dt, uf(np.ascontiguousarray(x, dtype=np.float64),
+                             np.ascontiguousarray(y, dtype=np.float64)), out)
 
     return f
 

@@ -494,7 +494,9 @@ def _combine(kind: int, x: Arr, i: int, y: Arr, j: int, z: Arr, k: int) -> None:
                 z[0, k], z[1, k], z[2, k] = n, ma + mb, math.nan
             else:
                 d = mb - ma
-                w = nb / n
+                # IEEE's nb / +0 where a carry's count cancels the terms' (a
+                # Numba division by 0 raises): the device's bits.
+                w = nb / n if n != 0.0 else math.copysign(math.inf, nb)
                 z[0, k], z[1, k], z[2, k] = n, ma + d * w, qa + qb + d * d * (na * w)
 
 

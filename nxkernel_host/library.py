@@ -10,7 +10,7 @@ A kernel no family computes declines every case, and the statement says so.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from nxkernel_core.answer import Answer
@@ -65,6 +65,7 @@ class HostLibrary:
         open_choices: dict[str, str] = {}
         prepared: dict[str, Prepare] = {}
         error_factor: Callable[[int, Dtype], float] = _ceiling
+        ulps: dict[str, Mapping[str, int]] = {}
         for fam in _load_families():
             kernels.update(fam.kernels)
             statements.update(fam.statements)
@@ -72,6 +73,7 @@ class HostLibrary:
             algorithms.update(fam.algorithms)
             open_choices.update(fam.open_choices)
             prepared.update(fam.prepared)
+            ulps.update(fam.ulps)
             if fam.error_factor is not None:
                 error_factor = fam.error_factor
         for k in KERNEL_NAMES:
@@ -88,6 +90,7 @@ class HostLibrary:
             algorithms=algorithms,
             open_choices=open_choices,
             concurrent=True,
+            ulps=ulps,
         )
         for k in KERNEL_NAMES:
             setattr(self, k, kernels[k])

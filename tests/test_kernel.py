@@ -12,6 +12,7 @@ from nxkernel_core import rig
 from nxkernel_core.answer import Answer
 from nxkernel_core.kernel import (
     KERNEL_NAMES,
+    KIND_ULPS,
     Call,
     KernelStatement,
     Library,
@@ -128,6 +129,39 @@ def test_a_statements_mappings_are_read_only_copies() -> None:
     assert s.association["sum"] == "left to right"
     with pytest.raises(TypeError):
         s.association["prod"] = "x"  # type: ignore[index]
+
+
+def test_a_statement_states_ulps_per_float_dtype_and_inexact_kind() -> None:
+    f64 = {k: b64 for k, (_, b64) in KIND_ULPS.items()}
+    bounds = {"float64": f64, "float16": dict.fromkeys(KIND_ULPS, 1)}
+    s = statement(ulps=bounds)
+    f64["exp"] = 0
+    assert s.ulps["float64"]["exp"] == 2 and s.ulps["float16"]["tan"] == 1
+    with pytest.raises(TypeError):
+        s.ulps["float64"]["exp"] = 1  # type: ignore[index]
+    assert statement().ulps == {}
+    assert json.loads(json.dumps(s.to_json()))["ulps"]["float16"]["pow"] == 1
+    assert "float16           exp 1, exp2 1" in s.describe()
+
+
+def test_a_statement_refuses_misstated_ulps() -> None:
+    f32 = {k: b32 for k, (b32, _) in KIND_ULPS.items()}
+    wrong = {
+        "float64": {**{k: 2 for k in KIND_ULPS if k != "erf"}, "tan": 3},
+        "float32": {**f32, "atan3": 1},
+        "float16": dict.fromkeys(KIND_ULPS, 2),
+        "int32": {},
+    }
+    with pytest.raises(ValueError) as e:
+        statement(ulps=wrong)
+    msg = str(e.value)
+    assert msg.startswith("Statement of t: ")
+    assert "ulps['float64'] states no erf" in msg
+    assert "ulps['float64']['tan'] = 3: not an int in [0, 2]" in msg
+    assert "ulps['float32']['atan3']: not an inexact kind (did you mean 'atan" in msg
+    assert "ulps['float16']['exp'] = 2: not an int in [0, 1]" in msg
+    assert "ulps['int32']: not a float dtype" in msg
+    assert "ulps['float32']['tan']" not in msg  # 4 is upstream's float32 bound of tan
 
 
 def test_a_statement_declines_through_its_kernels_predicate() -> None:

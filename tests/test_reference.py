@@ -627,16 +627,44 @@ def test_first_nan_operand_wins() -> None:
     f32 = D.float32
     a = of_codes([0x7FC00001, 0x3F800000, 0x7F800001, 0xFFC00005], f32)
     b = of_codes([0x7FC00002, 0x7F800003, 0x7FC00009, 0x3F800000], f32)
-    for kind in (Binary.ADD, Binary.MUL, Binary.POW, Binary.MAXIMUM, Binary.MINIMUM,
-                 Binary.ATAN2, Binary.MOD):
+    for kind in (Binary.ADD, Binary.MUL, Binary.MAXIMUM, Binary.MINIMUM, Binary.ATAN2, Binary.MOD):
         got = codes(one(Prog.binary(kind, f32), a, b), f32)
         assert got == [0x7FC00001, 0x7F800003, 0x7F800001, 0xFFC00005], kind
-    # The NaN rule comes before C99's pow(NaN, 0) = 1 and pow(1, NaN) = 1.
-    pw = one(Prog.binary(Binary.POW, f32), of_codes([0x7FC00007, 0x3F800000], f32),
-             of_codes([0, 0x7FC00008], f32))
-    assert codes(pw, f32) == [0x7FC00007, 0x7FC00008]
+    # Pow but where Annex F fixes the result (pow(1, y) at the second element).
+    got = codes(one(Prog.binary(Binary.POW, f32), a, b), f32)
+    assert got == [0x7FC00001, 0x3F800000, 0x7F800001, 0xFFC00005]
     fma = one(Prog.fma(f32), [math.inf, 1.0], [0.0, 1.0], of_codes([0x7F800005, 0x7FC00006], f32))
     assert codes(fma, f32) == [0x7F800005, 0x7FC00006]
+
+
+@pytest.mark.parametrize("dt", [D.float64, D.float32, D.bfloat16, D.float8_e4m3fn, D.float4_e2m1fn],
+                         ids=lambda d: d.name)
+def test_annex_f_fixes_pow_whatever_the_other_operand(dt: D.Dtype) -> None:
+    # pow(x, ±0) = 1 and pow(1, y) = 1 for any other operand, NaN (signalling
+    # too) included: Annex F wins over the NaN rule (upstream §3).
+    fmt = dt.float_format
+    assert fmt is not None
+    pairs = [(1.0, 0.0), (-1.0, -0.0), (0.0, 0.0), (-0.0, -0.0), (2.0, 0.0), (0.5, -0.0), (1.0, 3.0),
+             (1.0, -0.5)]
+    if fmt.nans:
+        pairs += [(math.nan, 0.0), (math.nan, -0.0), (1.0, math.nan), (-math.nan, 0.0)]
+    if fmt.infinities:
+        pairs += [(math.inf, 0.0), (-math.inf, -0.0), (1.0, math.inf), (1.0, -math.inf)]
+    xs, ys = (D.of_float(dt, list(v)) for v in zip(*pairs, strict=True))
+    got = one(Prog.binary(Binary.POW, dt), xs, ys)
+    assert codes(got, dt) == codes(D.of_float(dt, [1.0] * len(pairs)), dt)
+    if fmt.nans:
+        # A NaN operand where Annex F fixes nothing keeps the NaN rule.
+        pw = one(Prog.binary(Binary.POW, dt), D.of_float(dt, [math.nan, 2.0]),
+                 D.of_float(dt, [1.0, math.nan]))
+        assert np.isnan(pw.astype(np.float64)).all()
+
+
+def test_annex_f_fixes_pow_of_a_signalling_nan() -> None:
+    f32 = D.float32
+    pw = one(Prog.binary(Binary.POW, f32), of_codes([0x7F800001, 0x3F800000], f32),
+             of_codes([0x80000000, 0x7F800002], f32))
+    assert codes(pw, f32) == [0x3F800000, 0x3F800000]
 
 
 def test_neg_and_abs_set_a_nans_sign() -> None:

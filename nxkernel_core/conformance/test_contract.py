@@ -36,11 +36,26 @@ def _part(dt: Dtype) -> Dtype:
     return (D.float64 if dt is D.complex128 else D.float32) if dt.is_complex else dt
 
 
+def _two_product(a: Arr, b: Arr) -> tuple[Arr, Arr]:
+    """``O.two_product`` of factors of any finite size: a factor past 2^995,
+    whose splitting would overflow, trades 2^28 with the other (exact, as the
+    product is unchanged; where the other then overflows, so does the product)."""
+    with np.errstate(all="ignore"):
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        big_a = np.abs(a) > 2.0**995
+        a, b = np.where(big_a, a * 2.0**-28, a), np.where(big_a, b * 2.0**28, b)
+        big_b = np.abs(b) > 2.0**995
+        a, b = np.where(big_b, a * 2.0**28, a), np.where(big_b, b * 2.0**-28, b)
+    return O.two_product(a, b)
+
+
 def exact_outputs(spec: S.Contract, case_ops: list[Arr], a_dt: Dtype, b_dt: Dtype,
                   a_scale: Arr | None = None, b_scale: Arr | None = None
-                  ) -> tuple[tuple[int, ...], list[Any], list[float], list[int]]:
+                  ) -> tuple[tuple[int, ...], list[Any], list[float], list[int], list[float]]:
     """Each output's exact value (float64, complex128 or a Python int), its
-    |init| + Σ|a||b| and its number of products K."""
+    |init| + Σ|a||b|, its number of products K, and that magnitude over its
+    finite init and its products of finite factors alone."""
     a, b = case_ops[0], case_ops[1]
     init = case_ops[2] if spec.init else None
     ids = case_ops[-1] if spec.segments is not None else None
@@ -50,9 +65,11 @@ def exact_outputs(spec: S.Contract, case_ops: list[Arr], a_dt: Dtype, b_dt: Dtyp
     exact: list[Any] = []
     mags: list[float] = []
     ks: list[int] = []
+    finite: list[float] = []
     for i, products in enumerate(outputs):
         ks.append(len(products))
         if acc.is_int:
+            finite.append(0.0)
             lo, hi = acc.int_range
             total = sum(int(x) * int(y) for x, y in products)
             if init_flat is not None:
@@ -64,12 +81,16 @@ def exact_outputs(spec: S.Contract, case_ops: list[Arr], a_dt: Dtype, b_dt: Dtyp
         bv = np.asarray([y for _, y in products], dtype=av.dtype)
         init_v = complex(init_flat[i]) if (init_flat is not None and acc.is_complex) else (
             float(init_flat[i]) if init_flat is not None else 0.0)
+        with np.errstate(all="ignore"):
+            both = np.isfinite(av) & np.isfinite(bv)
+            finite.append(float((abs(init_v) if np.isfinite(init_v) else 0.0)
+                                + np.sum(np.abs(av[both]) * np.abs(bv[both]))))
         if acc.is_complex:
             parts = []
             for sign_re, (x1, y1), (x2, y2) in ((1, (av.real, bv.real), (av.imag, bv.imag)),
                                                  (0, (av.real, bv.imag), (av.imag, bv.real))):
-                p1, e1 = O.two_product(x1, y1)
-                p2, e2 = O.two_product(x2, y2)
+                p1, e1 = _two_product(x1, y1)
+                p2, e2 = _two_product(x2, y2)
                 sgn = -1.0 if sign_re else 1.0
                 base = init_v.real if sign_re else init_v.imag
                 row = np.concatenate([[base], p1, e1, sgn * p2, sgn * e2])
@@ -78,12 +99,26 @@ def exact_outputs(spec: S.Contract, case_ops: list[Arr], a_dt: Dtype, b_dt: Dtyp
             with np.errstate(all="ignore"):
                 mags.append(float(abs(init_v) + np.sum(np.abs(av) * np.abs(bv))))
         else:
-            p, e = O.two_product(av, bv)
+            p, e = _two_product(av, bv)
             row = np.concatenate([[init_v], p, e])
             exact.append(float(O.exact_sums(row[None, :])[0][0]))
             with np.errstate(all="ignore"):
                 mags.append(float(abs(init_v) + np.sum(np.abs(av) * np.abs(bv))))
-    return shape, exact, mags, ks
+    return shape, exact, mags, ks, finite
+
+
+def _tiny(dt: Dtype) -> float:
+    """The smallest positive value of a float dtype (a complex one's parts)."""
+    fmt = _part(dt).float_format
+    assert fmt is not None
+    return float(fmt.min_normal) * 2.0 ** -fmt.fraction_bits
+
+
+def _largest(dt: Dtype) -> float:
+    """The largest finite value of a float dtype (a complex one's parts)."""
+    fmt = _part(dt).float_format
+    assert fmt is not None
+    return float(fmt.max_finite)
 
 
 def check_contract(subject: Subject, spec: S.Contract, dst: Dtype, got: Arr, ops: list[Arr],
@@ -91,8 +126,14 @@ def check_contract(subject: Subject, spec: S.Contract, dst: Dtype, got: Arr, ops
                    b_scale: Arr | None = None) -> None:
     """Every output against the exact sum of its products and init: integers
     exactly (wrapping in the accumulator), floats within e(K)(|init| +
-    Σ|a||b|) with e the library's own error factor, then rounded into dst."""
-    shape, exact, mags, ks = exact_outputs(spec, ops, a_dt, b_dt, a_scale, b_scale)
+    Σ|a||b|) with e the library's own error factor, then rounded into dst.
+    The bound holds "barring overflow and underflow": an output whose finite
+    terms' |init| + Σ|a||b| reaches half the accumulator's largest value is
+    not judged (a product or a partial sum of them may overflow, to an
+    infinity that may meet an infinite term's of the other sign), and each
+    part's 4K + 4 roundings may each err by half the accumulator's smallest
+    subnormal more (and the destination's rounding by half its own)."""
+    shape, exact, mags, ks, finite = exact_outputs(spec, ops, a_dt, b_dt, a_scale, b_scale)
     flat = np.asarray(got).reshape(-1)
     acc = spec.acc
     for i, (want, m, k) in enumerate(zip(exact, mags, ks, strict=True)):
@@ -100,9 +141,11 @@ def check_contract(subject: Subject, spec: S.Contract, dst: Dtype, got: Arr, ops
             wi = np.asarray([want], dtype=object).astype(dst.numpy_dtype)
             assert_bits(dst, flat[i:i + 1], wi, f"{what}: output {i} ({k} products)")
             continue
+        if not finite[i] < _largest(acc) / 2:
+            continue  # barring overflow
         ok: bool
         e = subject.library.statement.error_factor(k, acc)
-        bound = e * m
+        bound = e * m + (2 * k + 2) * _tiny(acc) * (math.sqrt(2) if acc.is_complex else 1.0)
         if acc.is_complex:
             r = complex(flat[i]) if dst.is_complex else complex(float(flat[i]))
             w = complex(want)
@@ -110,8 +153,9 @@ def check_contract(subject: Subject, spec: S.Contract, dst: Dtype, got: Arr, ops
                 ok = _nan_match(r, w)
             else:
                 ud = unit_roundoff(dst) if (dst.is_complex or dst.is_float) else 0.0
+                tiny = _tiny(dst) * math.sqrt(2) if (dst.is_complex or dst.is_float) else 0.0
                 ok = bool(abs(r - w) <= bound * (1 + 2 * ud) + ud * math.sqrt(2) * (abs(w) + bound)
-                          + abs(w) * 2.0**-50 + 1e-300)
+                          + abs(w) * 2.0**-50 + tiny + 1e-300)
         else:
             ok = bool(O.within(dst, np.asarray([flat[i]]), want, bound)[0]) if math.isfinite(m) \
                 else _nan_match(complex(float(flat[i])), complex(want))

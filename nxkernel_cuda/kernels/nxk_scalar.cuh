@@ -477,6 +477,7 @@ NXK_DEV nxk_u64 nxk_threefry(nxk_u64 counter, nxk_u64 key) {
     return (nxk_u64)x0 | ((nxk_u64)x1 << 32);
 }
 
+#include "nxk_trig.cuh"
 #include "nxk_complex.cuh"
 
 #endif  // NXK_SCALAR_CUH

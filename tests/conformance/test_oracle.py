@@ -115,3 +115,12 @@ def test_values_are_of_their_dtype(data: st.DataObject) -> None:
     shape = data.draw(G.shapes(max_rank=3))
     v = G.values(dt, shape, data.draw(G.profiles()), data.draw(st.integers(0, 99)))
     assert v.shape == shape and v.dtype == dt.numpy_dtype
+
+
+def test_exact_prefix_sums_bar_overflow_without_raising() -> None:
+    # Finite terms whose partials overflow to both infinities (math.fsum would
+    # raise): no exact value is claimed there, and Σ|x| says why.
+    big = float(np.finfo(np.float64).max)
+    sums, absum = O.exact_prefix_sums(np.array([[big, big, -big, -big, 1.0]]))
+    assert sums[0, 0] == big and not np.isfinite(sums[0, 2:]).any()
+    assert np.isinf(absum[0, 1:]).all()

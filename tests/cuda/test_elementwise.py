@@ -15,10 +15,11 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.kernel import Call
 from nxkernel_core.layout import Broadcast, Permute
-from nxkernel_core.prog import Prog
+from nxkernel_core.prog import Prog, Unary
 from nxkernel_cuda import elementwise
 from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
+from nxkernel_host import trig
 
 from . import programs
 from .support import canary, on, run, same_bits, untouched, values
@@ -133,3 +134,15 @@ def test_map_code_is_a_pure_rendering() -> None:
     assert 'extern "C" __global__ void __launch_bounds__(256)' in code
     assert "nxk_eval(in0, in1, in2, in3, &o0" in code
     assert elementwise.map_source(prog) is elementwise.map_source(prog)
+
+
+def test_huge_trig_arguments_give_the_host_bits(dev: CudaRig) -> None:
+    """Sin, Cos and Tan of 2^20 <= |x| reduce x by the host's Payne–Hanek
+    algorithm (nxk_trig.cuh): the host library's bits, on both devices."""
+    rng = np.random.default_rng(24)
+    x = np.exp2(rng.uniform(20, 1023.9, 256)) * rng.choice([-1.0, 1.0], 256)
+    x[:2] = float.fromhex("0x1.6ac5b262ca1ffp+849"), -np.finfo(np.float64).max
+    for k, kind in enumerate((Unary.SIN, Unary.COS, Unary.TAN)):
+        answer, (got,) = run(S.Map(Prog.unary(kind, D.float64), (S.PLAIN,)), [on(dev, x)], [D.float64])
+        assert answer is Answer.DONE
+        assert same_bits(got, trig.huge(k, x), D.float64), kind

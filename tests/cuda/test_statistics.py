@@ -568,3 +568,16 @@ def test_generated_sources_compile_for_the_ci_arches(arch: str, major: int) -> N
         cubin = build.compile(source, arch, nvrtc_of(major))
         assert cubin.path.read_bytes()[:4] == b"\x7fELF" and set(cubin.lowered) == set(source.kernels)
 
+
+
+def test_an_extreme_of_e5m2_infinity_rounds_into_the_destination(dev: CudaRig) -> None:
+    # No store makes an infinity of e5m2: Max and Arg scans store ±57344 for
+    # an infinite extreme (the host library's bits).
+    e5m2 = D.float8_e5m2
+    x = np.array([[0x3C, 0xFC, 0x7C, 0x40]], np.uint8).view(e5m2.numpy_dtype)
+    for r, want in ((ARG_MAX, [0x3C, 0x3C, 0x7B, 0x7B]), (ARG_MIN, [0x3C, 0xFB, 0xFB, 0xFB]),
+                    (S.Monoid.MAX, [0x3C, 0x3C, 0x7B, 0x7B])):
+        spec = S.Scan(programs.identity(e5m2), (S.PLAIN,), 1, r, 0, e5m2)
+        answer, got = run(spec, [on(dev, x)], spec.result_dtypes())
+        assert answer is Answer.DONE
+        assert got[0].view(np.uint8).tolist() == [want], r

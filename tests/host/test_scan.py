@@ -325,3 +325,28 @@ def test_a_misfit_is_refused_before_any_write() -> None:
     assert lib.scan(carried, [dst], [wrong_carry, x]) is Answer.SHAPE_MISMATCH
     assert np.all(bad.to_numpy() == 7) and np.all(small.to_numpy() == 7)
     assert np.all(dst.to_numpy() == 7)
+
+
+def test_an_extreme_of_e5m2_infinity_rounds_into_the_destination() -> None:
+    # No store makes an infinity of e5m2: Max, Min and Arg scans store ±57344
+    # for an infinite extreme, with or without a carry, so a scan continued
+    # from the carrier value of a result has the whole scan's bits.
+    e5m2 = D.float8_e5m2
+    x = np.array([[0x3C, 0xFC, 0x7C, 0x40, 0x7D]], np.uint8).view(e5m2.numpy_dtype)
+    a = Array.from_numpy(x, dtype=e5m2)
+    assert scan(a, 1, MAX)[0].view(np.uint8).tolist() == [[0x3C, 0x3C, 0x7B, 0x7B, 0x7D]]
+    assert scan(a, 1, MIN)[0].view(np.uint8).tolist() == [[0x3C, 0xFB, 0xFB, 0xFB, 0x7D]]
+    val, pos = scan(a, 1, ARGMAX)
+    assert val.view(np.uint8).tolist() == [[0x3C, 0x3C, 0x7B, 0x7B, 0x7D]]
+    assert pos.tolist() == [[0, 0, 2, 2, 4]]
+    rest = Array.from_numpy(np.ascontiguousarray(x[:, 3:]), dtype=e5m2)
+    carried = scan(rest, 1, MAX, carry=np.array([np.inf], np.float32))[0]
+    assert carried.view(np.uint8)[0, 0] == 0x7B and np.isnan(carried[0, 1])  # any NaN for a NaN
+
+
+def test_a_moments_carry_whose_count_cancels_the_terms_makes_no_error() -> None:
+    # Count -1 beside one term: Chan's merge divides by a count of +0, which is
+    # IEEE's infinity (as on a GPU), never a ZeroDivisionError.
+    a = Array.from_numpy(np.array([[2.0, 3.0]]))
+    mean, _ = scan(a, 1, S.MOMENTS, carry=np.array([[-1.0, 5.0, 0.0]]))
+    assert mean[0, 0] == -math.inf  # 5 + (2 - 5)·(1 / +0)
