@@ -25,6 +25,7 @@ import nxkernel_host.lanes as L
 import nxkernel_host.moves as M
 import nxkernel_host.reductions as R
 from nxkernel_core import dtype as D
+from nxkernel_core import fits
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -377,8 +378,7 @@ def _sort_descending_reversed(mp: pytest.MonkeyPatch) -> None:
              operands: Sequence[Array]) -> Answer:
         if not spec.descending:
             return real(spec, dsts, operands)
-        misfit = M._misfit(spec, dsts, operands, lambda: dsts[0].dtype is operands[0].dtype
-                           and dsts[1].dtype is D.int64)
+        misfit = fits.move_misfit(spec, dsts, operands)
         refused = misfit if misfit is not None else DOOR.refusal(dsts, operands, need_host=True)
         if refused is not None:
             return refused
