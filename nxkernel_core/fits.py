@@ -29,8 +29,8 @@ from .answer import Answer
 from .array import Array
 from .dtype import Dtype
 
-__all__ = ["attention_misfit", "fft_dtype", "fft_misfit", "loop_rank", "map_misfit", "move_misfit",
-           "reduce_misfit", "routine_dtypes", "routine_misfit"]
+__all__ = ["ROUTINE_CONVENTIONS", "attention_misfit", "fft_dtype", "fft_misfit", "loop_rank",
+           "map_misfit", "move_misfit", "reduce_misfit", "routine_dtypes", "routine_misfit"]
 
 #: The complex dtype of each float or complex precision, and the real one.
 _COMPLEX: Final = {D.float32: D.complex64, D.float64: D.complex128, D.complex64: D.complex64,
@@ -140,6 +140,21 @@ def fft_misfit(spec: S.Fft, dsts: Sequence[Array], operands: Sequence[Array]) ->
     if isinstance(shapes, SH.Error) or tuple(shapes[0]) != tuple(dst.shape):
         return Answer.SHAPE_MISMATCH
     return None
+
+
+#: Two of the routines' open choices this project's libraries both keep, where
+#: upstream chose otherwise (the eigenvalues' dtype is ``routine_dtypes``'s):
+#: each library's statement states them under these names.
+ROUTINE_CONVENTIONS: Final = {
+    "cholesky triangle": "upper=False reads a's lower triangle alone and gives L (A = LLᴴ), "
+                         "upper=True its upper triangle alone and gives U (A = UᴴU), as LAPACK's "
+                         "?potrf and NumPy (upstream reads the lower one in both modes); the "
+                         "other triangle is never read and is zero in the factor.",
+    "eigh eigenvalues": "real, in the parts' dtype: float32 for complex64 and float32, float64 "
+                        "for complex128 and float64 (as NumPy and the Array API; a Hermitian "
+                        "matrix's eigenvalues are real; upstream gives complex64 with +0 "
+                        "imaginary parts), ascending; eigh reads a's lower triangle alone.",
+}
 
 
 def routine_dtypes(spec: Any, a: Dtype) -> tuple[Dtype, ...]:

@@ -425,14 +425,7 @@ FAMILY: Final = Family(
         "eigh vectors": "as ?syevd/?heevd return them, no sign or phase normalisation.",
         "empty matrices": "k = 0: complete q, u and vh are identity matrices; reduced ones "
                           "and s are empty.",
-        "cholesky triangle": "upper=False reads a's lower triangle alone and gives L (A = LLᴴ), "
-                             "upper=True its upper triangle alone and gives U (A = UᴴU), as LAPACK's "
-                             "?potrf and NumPy (upstream reads the lower one in both modes); the "
-                             "other triangle is never read and is zero in the factor.",
-        "eigh eigenvalues": "real, in the parts' dtype: float32 for complex64 and float32, float64 "
-                            "for complex128 and float64 (as NumPy and the Array API; a Hermitian "
-                            "matrix's eigenvalues are real; upstream gives complex64 with +0 "
-                            "imaginary parts), ascending; eigh reads a's lower triangle alone.",
+        **fits.ROUTINE_CONVENTIONS,
         "solve_triangular transpose": "transpose solves aᵀx = b, not the conjugate transpose.",
         "lu zero pivot": "a zero pivot leaves its column's multipliers as they are (zeros), "
                          "as LAPACK's getrf; a NaN pivot makes them NaN.",
