@@ -27,14 +27,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, final
 
-from . import dtype as D
-from . import fits
-from . import shape as Shape
-from . import spec as S
 from .answer import Answer, InvalidArgument, describe, refused
 from .array import Array
 from .dtype import Dtype
 from .kernel import Call, KernelError
+from .kernels.record import Error
+from .kernels.registry import kernel
 from .layout import Layout
 from .rig import Buffer, Lost, OutOfMemory, Rig, claim_reads, release_reads
 
@@ -57,72 +55,13 @@ def result_dtypes(sp: Any, operands: Sequence[Array]) -> tuple[Dtype, ...]:
 
 
 def _fixed_dtypes(sp: Any, loads: Sequence[Dtype]) -> tuple[Dtype, ...]:
-    """The destinations' dtypes the spec and the operands' dtypes ``loads`` fix."""
-    match sp:
-        case S.Map():
-            return sp.prog.out_dtypes
-        case S.Reduce() | S.Scan():
-            return sp.result_dtypes()
-        case S.Fold() | S.Cholesky():
-            return (loads[0],)
-        case S.Gather() | S.RangeGather():
-            return (loads[1],)
-        case S.Scatter():
-            return (loads[0],)
-        case S.Sort():
-            return (loads[0], D.int64)
-        case S.Numbering():
-            return (D.int64,)
-        case S.Fft():
-            out = fits.fft_dtype(sp.kind, loads[0])
-            return (out,) if out is not None else (loads[0],)
-        case S.Lu() | S.Qr() | S.Svd() | S.Eigh() | S.Eig():
-            a = loads[0]
-            return fits.routine_dtypes(sp, a) if D.full_precision(a) else (a,) * sp.n_results()
-        case S.SolveTriangular():
-            return (loads[1],)
-        case S.Attention():
-            v = loads[2]
-            return (v, sp.acc)
-    raise InvalidArgument(f"nx.call: {type(sp).__name__} needs its destinations' dtypes (dtypes=...)")
-
-
-def _refusal_rule(sp: Any, loads: Sequence[Dtype], dtypes: Sequence[Dtype],
-                  rank: int) -> tuple[Answer, str] | None:
-    """The contract's refusal rule for a loop kernel's dtypes, where it has one
-    (``loads``: the operands' dtypes)."""
-    match sp:
-        case S.Map():
-            return Shape.map_refusal(sp.prog, rank, dtypes, loads, sp.loads)
-        case S.Reduce():
-            return Shape.reduce_refusal(sp.prog, rank, sp.reductions, dtypes, loads, sp.loads)
-        case S.Scan():
-            carry = loads[0] if sp.carry else None
-            return Shape.scan_refusal(sp.prog, rank, sp.reduction, sp.output, dtypes, carry,
-                                      loads[1:] if sp.carry else loads, sp.loads)
-        case S.Attention():
-            n_kv = 4 if isinstance(sp.kv, S.Paged) else 3
-            first = n_kv + (1 if sp.lengths else 0)
-            return Shape.attention_refusal(sp.prog, loads[0], rank, dtypes[0], sp.acc,
-                                           loads[first:], sp.loads)
-        case S.Fold():
-            return Shape.fold_refusal(loads[0], dtypes[0])
-    return None
-
-
-def _loop_rank(sp: Any, shapes: Sequence[tuple[int, ...]]) -> int:
-    """The rank of a loop kernel's loop (the loaded shape's)."""
-    match sp:
-        case S.Map() | S.Reduce() | S.Scan():
-            loaded_shapes = shapes[1 if isinstance(sp, S.Scan) and sp.carry else 0:]
-            if not loaded_shapes:
-                return 0
-            loaded = Shape.padded(loaded_shapes[0], sp.loads[0].pad) if isinstance(
-                sp.loads[0], S.Padded) else loaded_shapes[0]
-            return len(loaded) if not isinstance(loaded, Shape.Error) else len(loaded_shapes[0])
-        case S.Attention():
-            return len(shapes[0])
-    return 0
+    """The destinations' dtypes the spec and the operands' dtypes ``loads`` fix:
+    its kernel's dtype rule."""
+    fixed = kernel(sp.kernel).dtypes(sp, loads)
+    if fixed is None:
+        raise InvalidArgument(f"nx.call: {type(sp).__name__} needs its destinations' dtypes "
+                              "(dtypes=...)")
+    return fixed
 
 
 @final
@@ -142,13 +81,14 @@ def _decide(sp: Any, shapes: tuple[tuple[int, ...], ...], loads: tuple[Dtype, ..
     """The decision on a call of ``sp`` on operands of ``shapes`` and dtypes
     ``loads``, into destinations of ``dtypes`` where given (else the fixed
     ones): a pure function of its arguments."""
-    results = getattr(Shape, sp.kernel)(sp, shapes)
-    if isinstance(results, Shape.Error):
+    k = kernel(sp.kernel)
+    results = k.shapes(sp, shapes)
+    if isinstance(results, Error):
         return _Decision((), (), (Answer.SHAPE_MISMATCH, results.reason))
     dts = dtypes if dtypes is not None else _fixed_dtypes(sp, loads)
     if len(dts) != len(results):
         return _Decision(tuple(results), dts, None)  # call raises InvalidArgument
-    return _Decision(tuple(results), dts, _refusal_rule(sp, loads, dts, _loop_rank(sp, shapes)))
+    return _Decision(tuple(results), dts, k.refusal(sp, shapes, loads, dts))
 
 
 #: ``_decide``, made once per spec, shapes and dtypes: a plan (below) made for

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast, final, runtime_che
 
 from . import dtype as _dtype
 from .answer import Answer
+from .kernels.registry import KERNEL_NAMES
 
 if TYPE_CHECKING:
     from .array import Array
@@ -71,13 +72,6 @@ __all__ = [
     "unit_roundoff",
 ]
 
-#: The kernels of ``S``, in the contract's order: each is a method of a library,
-#: a key of a statement's ``computes`` and the ``kernel`` of its spec class.
-KERNEL_NAMES: Final[tuple[str, ...]] = (
-    "map", "reduce", "scan", "fold", "gather", "range_gather", "scatter", "sort",
-    "numbering", "assemble", "contract", "fft", "cholesky", "lu", "qr", "svd",
-    "eigh", "eig", "solve_triangular", "attention",
-)
 
 
 class KernelError(RuntimeError):

@@ -27,15 +27,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from . import fits
-from . import shape as SH
-from . import spec as S
-from .answer import Answer, InvalidArgument
+from .answer import Answer
 from .array import Array
-from .caller import result_dtypes
 from .door import door
 from .dtype import Dtype
 from .kernel import KERNEL_NAMES, Call, KernelStatement, Statement, gamma, unit_roundoff
+from .kernels.registry import kernel as record
 from .rig import Rig
 
 __all__ = ["Library", "misfit"]
@@ -49,48 +46,12 @@ Hook = Callable[[Any, Sequence[Array], Sequence[Array]], None]
 # --------------------------------------------------------------------------
 
 
-def _general_misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]
-                    ) -> Answer | None:
-    """Counts, then the destinations' dtypes the spec fixes (and fold's dtype
-    rule), then the shapes the kernel's shape rule gives."""
-    if len(operands) != spec.n_operands() or len(dsts) != spec.n_results():
-        return Answer.BAD_ARITY
-    try:
-        fixed = result_dtypes(spec, operands)
-    except InvalidArgument:
-        fixed = None  # a kernel whose destinations' dtypes the caller chooses
-    if fixed is not None and tuple(d.dtype for d in dsts) != tuple(fixed):
-        return Answer.WRONG_DTYPE
-    if isinstance(spec, S.Fold):
-        found = SH.fold_refusal(operands[0].dtype, dsts[0].dtype)
-        if found is not None:
-            return found[0]
-    want = getattr(SH, spec.kernel)(spec, [a.shape for a in operands])
-    if isinstance(want, SH.Error) or tuple(d.shape for d in dsts) != tuple(want):
-        return Answer.SHAPE_MISMATCH
-    return None
-
-
-_ROUTINES = ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")
-
-#: The fit check of each kernel whose rule the core states in full; the others
-#: take ``_general_misfit``.
-_MISFITS: Mapping[str, Callable[[Any, Sequence[Array], Sequence[Array]], Answer | None]] = {
-    "map": fits.map_misfit,
-    "reduce": fits.reduce_misfit,
-    **{k: fits.move_misfit for k in ("gather", "range_gather", "scatter", "sort", "numbering",
-                                     "assemble")},
-    "fft": fits.fft_misfit,
-    "attention": fits.attention_misfit,
-    **{k: fits.routine_misfit for k in _ROUTINES},
-}
-
-
 def misfit(kernel: str, spec: Any, dsts: Sequence[Array], operands: Sequence[Array]
            ) -> Answer | None:
     """The refusal of a ``kernel`` call that does not fit, or None: the rule a
-    :class:`Library` subclass's kernels keep before any decline or claim."""
-    return _MISFITS.get(kernel, _general_misfit)(spec, dsts, operands)
+    :class:`Library` subclass's kernels keep before any decline or claim (the
+    kernel's record's fit check)."""
+    return record(kernel).fit(spec, dsts, operands)
 
 
 # --------------------------------------------------------------------------

@@ -244,7 +244,8 @@ def _scan_misfit(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array])
             or len(operands) == spec.carry):
         return Answer.BAD_ARITY
     loads_ops = operands[spec.carry:]
-    found = SH.scan_refusal(spec.prog, fits.loop_rank(spec.loads, loads_ops), spec.reduction, spec.output,
+    rank = fits.loop_rank(spec.loads, [a.shape for a in loads_ops])
+    found = SH.scan_refusal(spec.prog, rank, spec.reduction, spec.output,
                             [d.dtype for d in dsts], operands[0].dtype if spec.carry else None,
                             [a.dtype for a in loads_ops], spec.loads)
     if found is not None:
