@@ -1,8 +1,8 @@
 """``nx.reference``: a library built on the exact references, slow and exact.
 
 Every kernel it computes gives the bits the conformance kit holds libraries
-to, because it *is* the kit's references: ``map`` is ``reference.evaluate``
-of ``oracle.pad``-ded operands, the moves are ``oracle``'s bit-copying
+to, because it *is* the kit's references: ``map`` is ``evaluator.evaluate``
+of ``exact.pad``-ded operands, the moves are ``exact``'s bit-copying
 references. It is a second reader's example of the :class:`Library` base
 class and a test double; no plugin registers it, so the caller never routes
 to it by default. Select it by object, as ``nxkernel_core.reference_library:
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
-from . import oracle as O
-from . import reference
+from . import evaluator
+from . import exact as O
 from . import spec as S
 from .array import Array
 from .kernel import Call
@@ -38,7 +38,7 @@ class ReferenceLibrary(Library):
                "slow, exact, not registered by default.")
     association: ClassVar[Mapping[str, str]] = {"all": "none: it computes no float sum, product or scan"}
     algorithms: ClassVar[Mapping[str, str]] = {
-        "map": "reference.evaluate: every node's exact result rounded once "
+        "map": "evaluator.evaluate: every node's exact result rounded once "
                "(transcendentals correctly rounded where mpmath is installed)"}
     open_choices: ClassVar[Mapping[str, str]] = {"all": "none: it computes no routine"}
     concurrent = True
@@ -48,7 +48,7 @@ class ReferenceLibrary(Library):
         evaluator's bits (each node's exact result rounded once)."""
         loaded = [O.pad(a.to_numpy(), a.dtype, ld.fill, ld.pad) if isinstance(ld, S.Padded)
                   else a.to_numpy() for a, ld in zip(operands, spec.loads, strict=True)]
-        outs = reference.evaluate(spec.prog, loaded, dsts[0].shape)
+        outs = evaluator.evaluate(spec.prog, loaded, dsts[0].shape)
         for d, v in zip(dsts, outs, strict=True):
             d.write_numpy(v)
 

@@ -4,7 +4,7 @@ Rule: :func:`eval_code` renders a program as one ``__device__`` function,
 ``nxk_eval``, that takes each operand's element (its *storage value*, see
 ``kernels/nxk_scalar.cuh``), the loop index along each axis a Coord node
 reads, and one pointer per output, and computes every node as the reference
-evaluator (``nxkernel_core.reference``) does, rounded once to the node's dtype:
+evaluator (``nxkernel_core.evaluator``) does, rounded once to the node's dtype:
 
 * float32 and float64 compute in their own IEEE arithmetic (NVRTC compiles
   with ``--fmad=false``, IEEE division and square root, no flush to zero; the

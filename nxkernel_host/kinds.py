@@ -2,7 +2,7 @@
 ``fma_int`` and ``where`` give a node's implementation, ``impl(out, *args)``.
 
 Each node's value is its exact result rounded once to the node's dtype, by
-the rules of ``nxkernel_core.reference`` (upstream-facts §3), which these
+the rules of ``nxkernel_core.evaluator`` (upstream-facts §3), which these
 implementations redo with NumPy ufuncs (and Numba where NumPy has none) and
 are tested against bit for bit:
 

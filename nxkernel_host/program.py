@@ -3,7 +3,7 @@
 An evaluator computes every output of a program at every index of a shape,
 from operand values of that shape (host elements, sub-byte dtypes unpacked).
 Each node's value is its exact result rounded once to the node's dtype, by
-the rules of ``nxkernel_core.reference``: :mod:`nxkernel_host.kinds` gives each
+the rules of ``nxkernel_core.evaluator``: :mod:`nxkernel_host.kinds` gives each
 node kind's implementation and states which are exact and the ulps of the
 rest (``ULPS``). A program's constant is no operand: its signalling NaN
 reaches a float result quiet, and its exact bits only through a Bitcast.

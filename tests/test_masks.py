@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from nxkernel_core import dtype as D
 from nxkernel_core import masks
+from nxkernel_core.evaluator import evaluate
 from nxkernel_core.prog import Builder, Prog, Value
-from nxkernel_core.reference import evaluate
 
 Arr = npt.NDArray[Any]
 ROWS, KEYS = 9, 13

@@ -6,7 +6,7 @@ the ``pytest11`` entry point) adds the options, markers and fixtures; the laws
 live in the ``test_*`` modules beside it, one function each, registered in
 ``harness.LAWS`` so that a test can also call them directly
 (``harness.run_law``). ``generators`` draws dtypes, shapes, values and layouts;
-``nxkernel_core.oracle`` holds the exact references.
+``nxkernel_core.exact`` holds the exact references.
 """
 
 from __future__ import annotations

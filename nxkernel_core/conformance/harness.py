@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 from .. import dtype as D
-from .. import oracle as O
+from .. import exact as O
 from ..answer import Answer
 from ..array import Array
 from ..dtype import Dtype

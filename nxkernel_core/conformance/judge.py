@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import dtype as D
-from .. import oracle as O
-from .. import reference
+from .. import evaluator
+from .. import exact as O
 from .. import spec as S
 from ..array import Array
 from ..dtype import Dtype
@@ -41,10 +41,10 @@ __all__ = [
 def loop_outputs(prog: Prog, loads: Sequence[S.Load], arrays: Sequence[Array], vals: Sequence[Arr],
                  loop: tuple[int, ...]) -> list[Arr]:
     """The program's outputs at every index of the loop, its operands read by
-    their loads (``reference.evaluate`` of ``oracle.pad``-ded elements)."""
+    their loads (``evaluator.evaluate`` of ``exact.pad``-ded elements)."""
     loaded = [O.pad(v, a.dtype, ld.fill, ld.pad) if isinstance(ld, S.Padded) else v
               for v, a, ld in zip(vals, arrays, loads, strict=True)]
-    return reference.evaluate(prog, loaded, loop)
+    return evaluator.evaluate(prog, loaded, loop)
 
 
 def signalling_in(arrays: Sequence[Array], vals: Sequence[Arr], loads: Sequence[S.Load] = ()) -> bool:

@@ -10,8 +10,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from .. import dtype as D
-from .. import oracle as O
-from .. import reference
+from .. import evaluator
+from .. import exact as O
 from .. import spec as S
 from ..dtype import Dtype
 from ..kernel import gamma, unit_roundoff
@@ -70,7 +70,7 @@ def expand(case: Case) -> dict[str, Any]:
         absqk = np.abs(prods).sum(axis=-1)
     loop = (*lead, hq, tq, tk)
     loads = [np.asarray(r) for r in rest]
-    outs = reference.evaluate(spec.prog, [np.zeros(loop, dtype=spec.acc.numpy_dtype), *loads], loop)
+    outs = evaluator.evaluate(spec.prog, [np.zeros(loop, dtype=spec.acc.numpy_dtype), *loads], loop)
     visible = (O.units(outs[0])[..., 0] != 0) & ~hidden[..., None, None, :]
     logits = score + (loads[1].astype(np.float64) if spec.prog.n_ins == 3 else 0.0)
     return {"visible": visible, "logits": logits, "v": ve, "absqk": absqk, "tk": tk, "dk": dk,

@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from .. import dtype as D
-from .. import oracle as O
+from .. import exact as O
 from .. import shape as SH
 from .. import spec as S
 from ..array import Array

@@ -25,7 +25,7 @@ from typing import Any, Final
 import numpy as np
 
 from .. import dtype as D
-from .. import oracle as O
+from .. import exact as O
 from .. import spec as S
 from ..dtype import Dtype
 from ..kernel import unit_roundoff

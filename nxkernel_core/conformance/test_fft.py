@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .. import oracle as O
+from .. import exact as O
 from .. import spec as S
 from ..kernel import unit_roundoff
 from .cases import draw_case

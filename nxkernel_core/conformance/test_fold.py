@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from .. import dtype as D
-from .. import oracle as O
+from .. import exact as O
 from .. import spec as S
 from . import generators as G
 from .cases import draw_case

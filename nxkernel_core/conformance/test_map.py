@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from .. import dtype as D
-from .. import oracle as O
-from .. import reference
+from .. import evaluator
+from .. import exact as O
 from .. import shape as SH
 from .. import spec as S
 from ..array import Array
@@ -36,7 +36,7 @@ from .harness import (
 
 def _check_map(subject: Subject, prog: Prog, loads: tuple[S.Load, ...], arrays: list[Array],
                vals: list[Arr], results: list[Arr], what: str) -> None:
-    """Every output of an exact program against ``reference.evaluate`` of the
+    """Every output of an exact program against ``evaluator.evaluate`` of the
     loaded operands: moves bit for bit, others with any NaN, a computed bool
     as the byte 0 or 1 (upstream §3: 'bool → 0 or 1'); and the NaN rule."""
     loaded = [O.pad(v, a.dtype, ld.fill, ld.pad) if isinstance(ld, S.Padded) else v
@@ -44,7 +44,7 @@ def _check_map(subject: Subject, prog: Prog, loads: tuple[S.Load, ...], arrays: 
     fills = [(a.dtype, element(a.dtype, ld.fill))
              for a, ld in zip(arrays, loads, strict=True) if isinstance(ld, S.Padded)]
     shape = results[0].shape
-    want = reference.evaluate(prog, loaded, shape)
+    want = evaluator.evaluate(prog, loaded, shape)
     signalling = any(O.is_signalling(a.dtype, v).any() for a, v in zip(arrays, vals, strict=True)) or \
         any(O.is_signalling(dt, f).any() for dt, f in fills)
     for k, (dt, moved) in enumerate(zip(prog.out_dtypes, moved_outputs(prog), strict=True)):
@@ -105,7 +105,7 @@ def test_map_moves_keep_bits(subject: Subject, data: Data) -> None:
         out = invoke(subject, S.Map(prog, (S.PLAIN,)), [(d, vals.shape) for d in outs], [x], data)
         if out.declined:
             continue
-        want = reference.evaluate(prog, [x.to_numpy()], vals.shape)
+        want = evaluator.evaluate(prog, [x.to_numpy()], vals.shape)
         for k, d in enumerate(outs):
             kind = "copy" if k == 0 else "bitcast"
             assert_bits(d, out.results[k], want[k], partial(_moved, kind, src, d, x))
@@ -134,7 +134,7 @@ def test_map_casts(subject: Subject, data: Data) -> None:
             out = invoke(subject, S.Map(prog, (S.PLAIN,)), [(d, vals.shape) for d in dsts], [x], data)
             if out.declined:
                 continue
-            want = reference.evaluate(prog, [got], vals.shape)
+            want = evaluator.evaluate(prog, [got], vals.shape)
             for k, dst in enumerate(dsts):
                 what = partial(_cast_what, src, dst, got)
                 assert_bits(dst, out.results[k], want[k], what, any_nan=src is not dst, truth=True)
@@ -170,11 +170,11 @@ def test_map_transcendentals(subject: Subject, data: Data) -> None:
     out = invoke(subject, S.Map(prog, (S.PLAIN,) * len(ops)), [(dt, shape)], [a for a, _ in ops], data)
     if out.declined:
         return
-    want = reference.evaluate(prog, [v for _, v in ops], shape)[0]
+    want = evaluator.evaluate(prog, [v for _, v in ops], shape)[0]
     got = out.results[0]
     f32, f64 = _ULPS[kind]
     bound = f64 if dt is D.float64 else f32 if dt is D.float32 else 1
-    d = reference.ulps(got, want, dt)
+    d = evaluator.ulps(got, want, dt)
     if (d > bound).any():
         i = int(np.argmax(d))
         args = ", ".join(repr(v[i]) for _, v in ops)

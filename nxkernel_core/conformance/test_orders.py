@@ -17,7 +17,7 @@ from typing import Any, Final
 import numpy as np
 
 from .. import dtype as D
-from .. import oracle as O
+from .. import exact as O
 from .. import orders
 from .. import spec as S
 from ..dtype import Dtype

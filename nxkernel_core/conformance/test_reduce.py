@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from .. import dtype as D
-from .. import oracle as O
+from .. import exact as O
 from .. import orders
 from .. import shape as SH
 from .. import spec as S
@@ -91,7 +91,7 @@ def _loop_operand(data: Data, subject: Subject, dt: Dtype, padded: bool, profile
 
 def check_fixed(dt: Dtype, r: S.Reduction, rows: Arr, results: list[Arr], what: str,
                 signalling: bool) -> None:
-    """Results the contract fixes against ``oracle.reduce_fixed``."""
+    """Results the contract fixes against ``exact.reduce_fixed``."""
     want, pos, nan = O.reduce_fixed(dt, rows, r)
     assert_bits(dt, results[0], want, f"{what}: {r} of {dt.name}", any_nan=nan,
                 truth=True)

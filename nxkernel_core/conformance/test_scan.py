@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from .. import dtype as D
-from .. import oracle as O
+from .. import exact as O
 from .. import orders
 from .. import shape as SH
 from .. import spec as S
@@ -101,7 +101,7 @@ def _to_carrier(src: Dtype, dst: Dtype, v: Arr) -> Arr:
         truth: Arr = (O.units(v)[..., 0] != 0).astype(np.bool_)
         return truth
     if src.is_float:
-        from ..reference import evaluate
+        from ..evaluator import evaluate
 
         return evaluate(Prog.cast(src, dst), [np.asarray(v)], np.shape(v))[0]
     out: Arr = np.asarray(v).astype(np.int64).astype(dst.numpy_dtype) if dst.bits >= 8 else \

@@ -16,8 +16,8 @@ from typing import Any, Final
 import numpy as np
 
 from nxkernel_core import dtype as D
-from nxkernel_core import oracle as O
-from nxkernel_core import reference
+from nxkernel_core import evaluator
+from nxkernel_core import exact as O
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -96,7 +96,7 @@ def _flip_sub_byte(dt: D.Dtype, v: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]
 
 def _terms(spec: S.Reduce, x: Array) -> np.ndarray[Any, Any]:
     """The terms of reduction 0 of a one-operand Plain reduce, ``[kept…, n]``."""
-    out = reference.evaluate(spec.prog, [x.to_numpy()], x.shape)[spec.reductions[0][1]]
+    out = evaluator.evaluate(spec.prog, [x.to_numpy()], x.shape)[spec.reductions[0][1]]
     return O.terms(out, spec.axes)
 
 

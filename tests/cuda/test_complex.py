@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from nxkernel_core import dtype as D
-from nxkernel_core import reference
+from nxkernel_core import evaluator
 from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
@@ -81,7 +81,7 @@ def _check_map(dev: CudaRig, prog: Prog, ins: list[Arr]) -> None:
     spec = S.Map(prog, (S.PLAIN,) * prog.n_ins)
     answer, got = run(spec, [on(dev, a, dt) for a, dt in zip(ins, prog.ins, strict=True)], prog.out_dtypes)
     assert answer is Answer.DONE
-    want = reference.evaluate(prog, ins, (n,))
+    want = evaluator.evaluate(prog, ins, (n,))
     for k, dt in enumerate(prog.out_dtypes):
         assert same_bits(got[k], want[k], dt), (k, prog.nodes[prog.outs[k]])
 
@@ -153,7 +153,7 @@ def test_complex_mul_and_div_are_the_hosts_bits(dev: CudaRig) -> None:
         ans, got = run(spec, [on(dev, x), on(dev, y)], prog.out_dtypes)
         assert ans is Answer.DONE
         want = _on_host(spec, [x, y], list(prog.out_dtypes))
-        ref = reference.evaluate(prog, [x, y], (x.size,))
+        ref = evaluator.evaluate(prog, [x, y], (x.size,))
         for k in range(2):
             assert same_bits(got[k], ref[k], dt), (dt.name, k)
             assert same_but_nans(got[k], want[k], dt), (dt.name, k)
@@ -317,7 +317,7 @@ def test_a_fused_complex_program_reduces_as_its_map(dev: CudaRig, dt: Dtype) -> 
     spec = S.Reduce(prog, (S.PLAIN, S.PLAIN), (1,), ((S.Monoid.SUM, 0, dt),))
     answer, got = run(spec, [on(dev, xs), on(dev, ys)], [dt])
     assert answer is Answer.DONE
-    terms = reference.evaluate(prog, [xs, ys], (4, 50))[0]
+    terms = evaluator.evaluate(prog, [xs, ys], (4, 50))[0]
     want = _on_host(S.Reduce(_ident(dt), (S.PLAIN,), (1,), ((S.Monoid.SUM, 0, dt),)), [terms], [dt])
     assert same_bits(got[0], want[0], dt)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nxkernel_core import dtype as D
-from nxkernel_core import reference
+from nxkernel_core import evaluator
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -34,11 +34,11 @@ def test_map_equals_the_reference(dev: CudaRig, name: str) -> None:
     spec = S.Map(prog, (S.PLAIN,) * prog.n_ins)
     answer, got = run(spec, [on(dev, a, dt) for a, dt in zip(ins, prog.ins, strict=True)], prog.out_dtypes)
     assert answer is Answer.DONE
-    want = reference.evaluate(prog, ins, (N,))
+    want = evaluator.evaluate(prog, ins, (N,))
     bounded = programs.TRANSCENDENTAL_OUTPUTS.get(name, ())
     for k, dt in enumerate(prog.out_dtypes):
         if k in bounded:
-            assert np.all(reference.ulps(got[k], want[k], dt) <= 1), (name, k)
+            assert np.all(evaluator.ulps(got[k], want[k], dt) <= 1), (name, k)
         else:
             assert same_bits(got[k], want[k], dt), (name, k, prog.nodes[prog.outs[k]])
 
@@ -62,7 +62,7 @@ def test_map_reads_any_layout_and_its_coordinates(dev: CudaRig) -> None:
     ops, host = _coord_operands(dev)
     answer, got = run(S.Map(prog, (S.PLAIN,) * 3), ops, prog.out_dtypes)
     assert answer is Answer.DONE
-    want = reference.evaluate(prog, host, (5, 4, 6))
+    want = evaluator.evaluate(prog, host, (5, 4, 6))
     for k, dt in enumerate(prog.out_dtypes):
         assert same_bits(got[k], want[k], dt), k
 

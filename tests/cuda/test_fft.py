@@ -55,7 +55,7 @@ def _long_dft(v: Arr, axis: int, sign: int) -> Arr:
 
 
 def _exact(x: Arr, axes: Sequence[int], direction: S.Direction, kind: S.C2c | S.R2c | S.C2r) -> Arr:
-    """The contract's transform (oracle.dft's rules) in long double."""
+    """The contract's transform (exact.dft's rules) in long double."""
     sign = -1 if direction is _FWD else 1
     v = np.asarray(x).astype(np.clongdouble)
     if isinstance(kind, S.C2r):

@@ -14,7 +14,7 @@ import numpy.typing as npt
 import pytest
 
 from nxkernel_core import dtype as D
-from nxkernel_core import oracle
+from nxkernel_core import exact
 from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
@@ -61,7 +61,7 @@ def _host_fold(spec: S.Fold, x: Arr, dt: Dtype) -> Arr:
 def _chains(shape: tuple[int, ...], pad: S.Pad) -> list[list[tuple[int, ...]]]:
     """Per dst element (C order), the x indices read from it, in C order of the
     taps (the trailing window axes of x's index)."""
-    src = oracle.fold_sources(shape, pad)
+    src = exact.fold_sources(shape, pad)
     rank = len(shape)
     out: list[list[tuple[int, ...]]] = [[] for _ in range(int(np.prod(shape)))]
     for idx in np.argwhere(src >= 0):

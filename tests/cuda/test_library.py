@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from nxkernel_core import dtype as D
-from nxkernel_core import nx, orders, reference
+from nxkernel_core import evaluator, nx, orders
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -135,7 +135,7 @@ def test_the_gpu_path_runs_every_family(standin_gpu: CudaDevice) -> None:
     ops = [on(gpu, a, dt) for a, dt in zip(ins, prog.ins, strict=True)]
     answer, got = run(S.Map(prog, (S.PLAIN,) * 2), ops, prog.out_dtypes)
     assert answer is Answer.DONE
-    want = reference.evaluate(prog, ins, (300,))
+    want = evaluator.evaluate(prog, ins, (300,))
     assert all(same_bits(g, w, dt) for g, w, dt in zip(got, want, prog.out_dtypes, strict=True))
     x = np.random.default_rng(0).standard_normal((3, 5000)).astype(np.float32)
     ident = programs.identity(D.float32)

@@ -1,6 +1,6 @@
 """Padded loads in nxkernel_cuda's map, reduce and scan: a Padded operand reads
 its element where the loop index falls on one and the fill's bits elsewhere
-(``oracle.pad``, exactly, at every dtype); programs, reductions and scans
+(``exact.pad``, exactly, at every dtype); programs, reductions and scans
 over Padded loads are the host library's bits; strided operands; a fill that
 is not one element is refused and writes nothing."""
 
@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pytest
 
 from nxkernel_core import dtype as D
-from nxkernel_core import oracle
+from nxkernel_core import exact
 from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
@@ -90,7 +90,7 @@ def test_a_padded_copy_is_the_padded_operand_bit_for_bit(dev: CudaRig, dt: Dtype
         spec = S.Map(Prog.identity(dt), (S.Padded(fill, pad),))
         answer, (got,) = run(spec, [on(dev, x, dt)], [dt])
         assert answer is Answer.DONE
-        want = oracle.pad(x, dt, fill, pad)
+        want = exact.pad(x, dt, fill, pad)
         assert same_bits(got, want, dt), (dt.name, pad)
 
 
@@ -103,7 +103,7 @@ def test_a_padded_complex_copy_keeps_its_16_byte_fill(dev: CudaRig, dt: Dtype) -
         spec = S.Map(Prog.identity(dt), (S.Padded(fill, pad),))
         answer, (got,) = run(spec, [on(dev, x, dt)], [dt])
         assert answer is Answer.DONE
-        assert same_bits(got, oracle.pad(x, dt, fill, pad), dt), (dt.name, pad)
+        assert same_bits(got, exact.pad(x, dt, fill, pad), dt), (dt.name, pad)
     summed = S.Reduce(Prog.identity(dt), (S.Padded(fill, PADS[3]),), (0, 2), ((S.Monoid.SUM, 0, dt),))
     answer, (total,) = run(summed, [on(dev, x, dt)], [dt])
     assert answer is Answer.DONE
@@ -145,7 +145,7 @@ def test_a_rank_0_operand_pads_and_windows(dev: CudaRig) -> None:
     spec1 = S.Map(Prog.identity(dt), (S.Padded(_fill(dt), pad1),))
     answer, (got1,) = run(spec1, [on(dev, vec)], [dt])
     assert answer is Answer.DONE
-    assert same_bits(got1, oracle.pad(vec, dt, _fill(dt), pad1), dt)
+    assert same_bits(got1, exact.pad(vec, dt, _fill(dt), pad1), dt)
 
 
 # --------------------------------------------------------------------------
@@ -224,7 +224,7 @@ def test_a_scan_of_an_int8_padded_operand_with_a_carry(dev: CudaRig) -> None:
     spec = S.Scan(Prog.identity(dt), (S.Padded(fill, pad),), 1, S.Monoid.SUM, 0, dt, carry=True)
     answer, (got,) = run(spec, [on(dev, carry), on(dev, x)], [dt])
     assert answer is Answer.DONE
-    padded = oracle.pad(x, dt, fill, pad).astype(np.int64)
+    padded = exact.pad(x, dt, fill, pad).astype(np.int64)
     want = ((carry.astype(np.int64)[:, None] + np.cumsum(padded, axis=1) + 128) % 256 - 128).astype(np.int8)
     assert same_bits(got, want, dt)
 

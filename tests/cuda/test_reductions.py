@@ -14,7 +14,7 @@ import numpy.typing as npt
 import pytest
 
 from nxkernel_core import dtype as D
-from nxkernel_core import orders, reference
+from nxkernel_core import evaluator, orders
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -208,7 +208,7 @@ def test_fused_programs_reduce_and_scan_with_coordinates(dev: CudaRig) -> None:
     prog = programs.fused()
     a, b = _terms((4, 1500), np.float32, 1), _terms((1500,), np.float32, 2)
     ops = [on(dev, a), on(dev, b).view(Broadcast((4, 1500)))]
-    out0, out1 = reference.evaluate(prog, [a, np.broadcast_to(b, (4, 1500))], (4, 1500))
+    out0, out1 = evaluator.evaluate(prog, [a, np.broadcast_to(b, (4, 1500))], (4, 1500))
     spec = S.Reduce(prog, (S.PLAIN,) * 2, (1,), ((S.Monoid.SUM, 0, D.float32), (S.Monoid.MAX, 1, D.bool_),
                                                  (S.Monoid.MIN, 1, D.bool_)))
     got = _reduce(spec, ops)

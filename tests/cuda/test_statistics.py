@@ -19,8 +19,8 @@ import numpy.typing as npt
 import pytest
 
 from nxkernel_core import dtype as D
-from nxkernel_core import oracle as O
-from nxkernel_core import orders, reference
+from nxkernel_core import evaluator, orders
+from nxkernel_core import exact as O
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
@@ -254,7 +254,7 @@ def test_moments_of_a_strided_view_and_a_fused_program(dev: CudaRig) -> None:
     prog = programs.fused()
     a, b = _terms(D.float32, (3, 1500), 1, 0.5), _terms(D.float32, (1500,), 2, 0.5)
     ops = [on(dev, a), on(dev, b).view(Broadcast((3, 1500)))]
-    out0, _ = reference.evaluate(prog, [a, np.broadcast_to(b, (3, 1500))], (3, 1500))
+    out0, _ = evaluator.evaluate(prog, [a, np.broadcast_to(b, (3, 1500))], (3, 1500))
     spec = S.Reduce(prog, (S.PLAIN,) * 2, (1,), ((S.MOMENTS, 0, D.float64), (S.LOGSUMEXP, 0, D.float32)))
     got = _reduce(spec, ops)
     mean, var = _moments_lanes(out0.astype(np.float64))
@@ -454,7 +454,7 @@ def test_scans_of_a_fused_program_along_a_middle_axis_with_a_strided_carry(dev: 
     prog = programs.fused()
     a, b = _terms(D.float32, (2, 300, 3), 1, 0.5), _terms(D.float32, (300, 3), 2, 0.5)
     ops = [on(dev, a), on(dev, b).view(Broadcast((2, 300, 3)))]
-    out0, _ = reference.evaluate(prog, [a, np.broadcast_to(b, (2, 300, 3))], (2, 300, 3))
+    out0, _ = evaluator.evaluate(prog, [a, np.broadcast_to(b, (2, 300, 3))], (2, 300, 3))
     rows = np.moveaxis(out0, 1, -1).reshape(6, 300)[:, ::-1].astype(np.float64)
     carry_host = np.asfortranarray(np.array([[[1.0, 0.5, 2.0]] * 3, [[4.0, -1.0, 0.5]] * 3], np.float32))
     carry = on(dev, np.ascontiguousarray(carry_host.transpose(2, 1, 0))).view(Permute((2, 1, 0)))

@@ -26,8 +26,8 @@ import numpy.typing as npt
 import pytest
 
 from nxkernel_core import dtype as D
+from nxkernel_core import evaluator as R
 from nxkernel_core import plugins
-from nxkernel_core import reference as R
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nxkernel_core import dtype as D
-from nxkernel_core import reference as R
+from nxkernel_core import evaluator as R
 from nxkernel_core import shape as SH
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array

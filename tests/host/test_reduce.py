@@ -20,11 +20,11 @@ from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
+from nxkernel_core.evaluator import evaluate
 from nxkernel_core.kernel import Call, Library, check_library, gamma, unit_roundoff
 from nxkernel_core.layout import Broadcast, Permute, Range, Slice, Window
 from nxkernel_core.orders import lane_reduce
 from nxkernel_core.prog import Binary, Prog
-from nxkernel_core.reference import evaluate
 from nxkernel_host import lanes
 from nxkernel_host.library import library
 

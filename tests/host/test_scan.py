@@ -17,11 +17,11 @@ from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
+from nxkernel_core.evaluator import evaluate
 from nxkernel_core.kernel import Library, check_library, gamma
 from nxkernel_core.layout import Permute, Range, Slice
 from nxkernel_core.orders import depth, odd_even_scan
 from nxkernel_core.prog import Binary, Prog
-from nxkernel_core.reference import evaluate
 from nxkernel_host import lanes
 from nxkernel_host.library import library
 

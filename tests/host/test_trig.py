@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pytest
 
 from nxkernel_core import dtype as D
-from nxkernel_core import reference as R
+from nxkernel_core import evaluator as R
 from nxkernel_host import trig
 
 Arr = npt.NDArray[Any]

@@ -1,4 +1,4 @@
-"""The exact references of ``nxkernel_core.oracle`` on cases worked by hand, and
+"""The exact references of ``nxkernel_core.exact`` on cases worked by hand, and
 the kit's generators on what they promise."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nxkernel_core import dtype as D
-from nxkernel_core import oracle as O
+from nxkernel_core import exact as O
 from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
 from nxkernel_core.conformance import generators as G
