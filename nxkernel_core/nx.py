@@ -31,70 +31,16 @@ from .answer import Answer, InvalidArgument, describe, refused
 from .array import Array, asarray
 from .caller import call
 from .dtype import Dtype
+from .kernels.fourier import COMPLEX_OF, REAL_OF
 from .layout import Broadcast, Permute, Reshape
 from .prog import Binary, Compare, Prog, Unary
 
-__all__ = [
-    "add",
-    "argmax",
-    "argmin",
-    "asarray",
-    "assemble",
-    "attention",
-    "call",
-    "cast",
-    "cholesky",
-    "contract",
-    "cumsum",
-    "eig",
-    "eigh",
-    "exp",
-    "fft",
-    "fold",
-    "gather",
-    "ifft",
-    "irfft",
-    "logsumexp",
-    "lu",
-    "map",
-    "matmul",
-    "max",
-    "mean_var",
-    "min",
-    "mul",
-    "numbering",
-    "prod",
-    "qr",
-    "range_gather",
-    "reduce",
-    "rfft",
-    "scan",
-    "scatter",
-    "searchsorted",
-    "softmax",
-    "solve_triangular",
-    "sort",
-    "sub",
-    "sum",
-    "svd",
-    "take",
-    "to_numpy",
-    "topk",
-    "where",
-]
-
-
-# --------------------------------------------------------------------------
-# Dtype helpers
-# --------------------------------------------------------------------------
-
-
-def _complex_of(dt: Dtype) -> Dtype:
-    return D.complex128 if dt in (D.float64, D.complex128) else D.complex64
-
-
-def _real_of(dt: Dtype) -> Dtype:
-    return {D.complex128: D.float64, D.complex64: D.float32}.get(dt, dt)
+__all__ = ["add", "argmax", "argmin", "asarray", "assemble", "attention", "call", "cast",
+           "cholesky", "contract", "cumsum", "eig", "eigh", "exp", "fft", "fold", "gather", "ifft",
+           "irfft", "logsumexp", "lu", "map", "matmul", "max", "mean_var", "min", "mul",
+           "numbering", "prod", "qr", "range_gather", "reduce", "rfft", "scan", "scatter",
+           "searchsorted", "softmax", "solve_triangular", "sort", "sub", "sum", "svd", "take",
+           "to_numpy", "topk", "where"]
 
 
 # --------------------------------------------------------------------------
@@ -632,7 +578,7 @@ def _matmul_spec(nb: int, acc: Dtype) -> S.Contract:
 def _scale(fn: str, x: Array, factor: float) -> Array:
     """x times a real ``factor`` rounded to x's (part) dtype: one map."""
     b = Prog.build([x.dtype])
-    part = _real_of(x.dtype)
+    part = REAL_OF[x.dtype]
     c = b.const(part, factor)
     if x.dtype.is_complex:
         c = b.cast(c, x.dtype)
@@ -644,7 +590,7 @@ def _to_complex(fn: str, x: Array) -> Array:
         return x
     if x.dtype not in (D.float32, D.float64):
         x = cast(x, D.float32)
-    return cast(x, _complex_of(x.dtype))
+    return cast(x, COMPLEX_OF[x.dtype])
 
 
 def fft(x: object, axis: int = -1) -> Array:
