@@ -35,6 +35,7 @@ from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer, InvalidArgument
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype, Kind
+from nxkernel_core.kernels import kernel as record
 from nxkernel_core.prog import Prog, Unary
 from nxkernel_core.rig import Rig, host
 from nxkernel_cuda.device import EmuDevice
@@ -62,7 +63,7 @@ def call(where: tuple[Any, Rig], spec: Any, ops: Sequence[NDArray], dtypes: Sequ
     lib, dev = where
     kinds: Sequence[Dtype | None] = op_dtypes or [None] * len(ops)
     arrays = [Array.from_numpy(np.ascontiguousarray(a), dev, dt) for a, dt in zip(ops, kinds, strict=True)]
-    shapes = getattr(SH, spec.kernel)(spec, [a.shape for a in arrays])
+    shapes = record(spec.kernel).shapes(spec, [a.shape for a in arrays])
     assert not isinstance(shapes, SH.Error), shapes
     dsts = [Array.empty(dt, sh, dev) for dt, sh in zip(dtypes, shapes, strict=True)]
     answer = getattr(lib, spec.kernel)(spec, dsts, arrays)

@@ -30,6 +30,7 @@ from .. import shape as SH
 from .. import spec as S
 from ..array import Array
 from ..dtype import Dtype, Kind
+from ..kernels import kernel as record
 from ..layout import Range, Window
 from ..prog import Binary, Builder, Compare, Convert, Prog, Unary, Value
 from . import generators as G
@@ -216,15 +217,15 @@ def _padded_load(data: Data, dt: Dtype, shape: tuple[int, ...]) -> S.Padded:
 
 
 def result_dtypes(spec: Any, operands: Sequence[Array]) -> tuple[Dtype, ...]:
-    """The destinations' dtypes a spec and its operands fix (as the caller
-    ``nx`` allocates them)."""
-    from ..caller import result_dtypes as fixed
-
-    return fixed(spec, operands)
+    """The destinations' dtypes a spec and its operands fix (its kernel's dtype
+    rule, as the caller ``nx`` allocates them)."""
+    fixed = record(spec.kernel).dtypes(spec, [o.dtype for o in operands])
+    assert fixed is not None, f"{spec.kernel}: the case states its destinations' dtypes"
+    return fixed
 
 
 def _shapes(spec: Any, operands: Sequence[Array]) -> tuple[tuple[int, ...], ...]:
-    out = getattr(SH, spec.kernel)(spec, [o.shape for o in operands])
+    out = record(spec.kernel).shapes(spec, [o.shape for o in operands])
     assume(not isinstance(out, SH.Error))
     assert not isinstance(out, SH.Error)
     return tuple(tuple(s) for s in out)

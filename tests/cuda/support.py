@@ -22,6 +22,7 @@ from nxkernel_core import shape as SH
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
+from nxkernel_core.kernels import kernel as record
 from nxkernel_core.rig import Rig
 from nxkernel_cuda import build, nvrtc
 from nxkernel_cuda.library import LIBRARY
@@ -118,7 +119,7 @@ def on(dev: Rig, a: Arr, dt: Dtype | None = None) -> Array:
 def run(spec: Any, operands: Sequence[Array], dtypes: Sequence[Dtype], **kw: Any) -> tuple[Answer, list[Arr]]:
     """Call the library's kernel of ``spec`` with fresh destinations of
     ``dtypes`` (shaped by ``shape``), then read them back."""
-    shapes = getattr(SH, spec.kernel)(spec, [o.shape for o in operands])
+    shapes = record(spec.kernel).shapes(spec, [o.shape for o in operands])
     assert not isinstance(shapes, SH.Error), shapes
     dev = operands[0].device
     dsts = [Array.empty(dt, sh, dev) for dt, sh in zip(dtypes, shapes, strict=True)]

@@ -21,6 +21,7 @@ from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
+from nxkernel_core.kernels import kernel as record
 from nxkernel_core.layout import Layout, Range
 from nxkernel_core.prog import Prog
 from nxkernel_core.rig import Buffer, Rig, host
@@ -59,7 +60,7 @@ def _both(spec: Any, operands: Sequence[tuple[Dtype, Arr]], dtypes: Sequence[Dty
           dev: CudaRig) -> tuple[list[Arr], list[Arr]]:
     """``spec`` by nx.cuda over least-aligned operands into least-aligned
     destinations, and by the host library over aligned ones: both results."""
-    shapes = getattr(SH, spec.kernel)(spec, [a.shape for _, a in operands])
+    shapes = record(spec.kernel).shapes(spec, [a.shape for _, a in operands])
     assert not isinstance(shapes, SH.Error), shapes
     ops = [least_aligned(dev, dt, a) for dt, a in operands]
     dsts = [least_aligned(dev, dt, np.zeros(sh, dt.numpy_dtype))
@@ -75,7 +76,7 @@ def _placements(spec: Any, operands: Sequence[tuple[Dtype, Arr]], dtypes: Sequen
                 dev: CudaRig) -> tuple[list[Arr], list[Arr]]:
     """``spec`` by nx.cuda twice: over least-aligned arrays and over 64-byte-
     aligned ones (where the GPU's wide accesses never fault): both results."""
-    shapes = getattr(SH, spec.kernel)(spec, [a.shape for _, a in operands])
+    shapes = record(spec.kernel).shapes(spec, [a.shape for _, a in operands])
     assert not isinstance(shapes, SH.Error), shapes
     out = []
     for place in (least_aligned, lambda d, t, a: Array.from_numpy(np.ascontiguousarray(a), d, t)):

@@ -19,6 +19,7 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
+from nxkernel_core.kernels import kernel as record
 from nxkernel_core.prog import Compare, Prog
 from nxkernel_core.rig import host
 from nxkernel_cuda import build, elementwise, reductions, terms
@@ -53,7 +54,7 @@ def _ops(dt: Dtype, n: int, count: int) -> list[Arr]:
 
 def _on_host(spec: S.Map | S.Reduce | S.Scan, arrays: list[Arr], dtypes: list[Dtype]) -> list[Arr]:
     """The host library's results of ``spec`` over host elements ``arrays``."""
-    shapes = getattr(SH, spec.kernel)(spec, [a.shape for a in arrays])
+    shapes = record(spec.kernel).shapes(spec, [a.shape for a in arrays])
     assert not isinstance(shapes, SH.Error), shapes
     dsts = [Array.empty(dt, sh, host) for dt, sh in zip(dtypes, shapes, strict=True)]
     ops = [Array.from_numpy(np.ascontiguousarray(a), host) for a in arrays]

@@ -27,6 +27,7 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
+from nxkernel_core.kernels import kernel as record
 from nxkernel_core.layout import Broadcast, Permute
 from nxkernel_core.rig import host
 from nxkernel_cuda import matrices
@@ -721,7 +722,7 @@ def test_the_largest_matrices_fit(dev: CudaRig) -> None:
 
 
 def _dsts(dev: CudaRig, spec: Any, shapes: Sequence[Sequence[int]], dts: Sequence[Dtype]) -> list[Array]:
-    out = getattr(SH, spec.kernel)(spec, [list(s) for s in shapes])
+    out = record(spec.kernel).shapes(spec, [list(s) for s in shapes])
     assert not isinstance(out, SH.Error), out
     return [canary(dev, dt, sh) for dt, sh in zip(dts, out, strict=True)]
 

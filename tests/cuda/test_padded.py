@@ -20,6 +20,7 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call
+from nxkernel_core.kernels import kernel as record
 from nxkernel_core.layout import Permute, Window
 from nxkernel_core.prog import Prog
 from nxkernel_core.rig import host
@@ -68,7 +69,7 @@ def _finite(x: Arr) -> Arr:
 
 def _host_run(spec: Any, operands: list[Arr], dtypes: list[Dtype], op_dtypes: list[Dtype]) -> list[Arr]:
     """The host library's results of ``spec`` on host copies of ``operands``."""
-    shapes = getattr(SH, spec.kernel)(spec, [o.shape for o in operands])
+    shapes = record(spec.kernel).shapes(spec, [o.shape for o in operands])
     assert not isinstance(shapes, SH.Error), shapes
     dsts = [Array.empty(dt, sh, host) for dt, sh in zip(dtypes, shapes, strict=True)]
     ops = [Array.from_numpy(np.ascontiguousarray(o), host, dt)
