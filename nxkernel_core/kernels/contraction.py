@@ -22,8 +22,9 @@ from .record import (
     _Misfit,
     _operands,
     _results,
-    counted_fit,
+    fixed_dtypes,
     no_refusal,
+    rule_fit,
 )
 
 __all__ = ["CONTRACT", "Contract", "ContractingSegments", "Rows", "ScaleKind", "contract",
@@ -246,4 +247,4 @@ def _contract_dtypes(spec: Contract, loads: Sequence[Dtype]) -> None:
 
 #: ``S.contract``: its fit check is its counts and shapes.
 CONTRACT: Final = Kernel("contract", Contract, contract, _contract_dtypes, no_refusal,
-                         counted_fit(contract, _contract_dtypes))
+                         rule_fit(contract, fixed_dtypes(_contract_dtypes)))

@@ -15,6 +15,7 @@ from .attributes import _bool, _of
 from .fourier import COMPLEX_OF, REAL_OF
 from .record import (
     Error,
+    FitCheck,
     Kernel,
     Shape,
     Shapes,
@@ -23,7 +24,7 @@ from .record import (
     _operands,
     _results,
     no_refusal,
-    shapes_fit,
+    rule_fit,
 )
 
 if TYPE_CHECKING:
@@ -317,28 +318,19 @@ def routine_dtypes(spec: Any, a: Dtype) -> tuple[Dtype, ...]:
     return (a,)  # cholesky, solve_triangular
 
 
-def _routine_fit(shapes: Callable[[Any, Sequence[Sequence[int]]], Shapes | Error]
-                 ) -> Callable[[Any, Sequence[Array], Sequence[Array]], Answer | None]:
-    """The fit check of a routine of shape rule ``shapes``: the spec's counts,
-    contiguous destinations, operands all of one full-precision dtype
+def _routine_dtypes(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> bool:
+    """The dtypes a routine takes: operands all of one full-precision dtype
     (float32, float64, complex64, complex128), destinations of
-    ``routine_dtypes`` and of the routine's shapes."""
+    ``routine_dtypes``."""
+    a = operands[0].dtype
+    return (D.full_precision(a) and all(o.dtype is a for o in operands)
+            and tuple(d.dtype for d in dsts) == routine_dtypes(spec, a))
 
-    def fit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-        if len(dsts) != spec.n_results() or len(operands) != spec.n_operands():
-            return Answer.BAD_ARITY
-        if not all(d.layout.is_contiguous() for d in dsts):
-            return Answer.BAD_LAYOUT
-        a = operands[0].dtype
-        if not D.full_precision(a) or any(o.dtype is not a for o in operands):
-            return Answer.WRONG_DTYPE
-        if tuple(d.dtype for d in dsts) != routine_dtypes(spec, a):
-            return Answer.WRONG_DTYPE
-        if not shapes_fit(dsts, shapes(spec, [o.shape for o in operands])):
-            return Answer.SHAPE_MISMATCH
-        return None
 
-    return fit
+def _routine_fit(shapes: Callable[[Any, Sequence[Sequence[int]]], Shapes | Error]) -> FitCheck:
+    """A routine's fit check: counts, contiguous destinations, its dtypes, its
+    shapes."""
+    return rule_fit(shapes, _routine_dtypes, contiguous=True)
 
 
 def _factor_dtypes(spec: Any, loads: Sequence[Dtype]) -> tuple[Dtype, ...]:

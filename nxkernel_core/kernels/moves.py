@@ -4,7 +4,7 @@ and its kin): kernels that move elements and copy their bits, defined once."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
@@ -13,7 +13,6 @@ from ..answer import Answer
 from ..layout import Range
 from .attributes import _bool, _fail, _fill, _int_field, _of, _set, _shape, _tuples, fill_fits
 from .record import (
-    Error,
     Kernel,
     Shapes,
     _answers,
@@ -24,7 +23,7 @@ from .record import (
     _same_but,
     _set_at,
     no_refusal,
-    shapes_fit,
+    rule_fit,
 )
 
 if TYPE_CHECKING:
@@ -300,11 +299,6 @@ def assemble(spec: Assemble, shapes: Sequence[Sequence[int]]) -> Shapes:
 # --------------------------------------------------------------------------
 
 
-#: A move's dtype rule in a fit check: whether its destinations' and
-#: operands' dtypes are ones it takes.
-_DtypesFit = Callable[[Any, Sequence["Array"], Sequence["Array"]], bool]
-
-
 def _positions_data(spec: Gather | RangeGather, dsts: Sequence[Array],
                     operands: Sequence[Array]) -> bool:
     """int64 positions; dst of the data's dtype."""
@@ -337,24 +331,6 @@ def _assemble_dtypes(spec: Assemble, dsts: Sequence[Array], operands: Sequence[A
     return fill_fits(spec.fill, dsts[0].dtype) and all(p.dtype is dsts[0].dtype for p in operands)
 
 
-def _move_fit(shapes: Callable[[Any, Sequence[Sequence[int]]], Shapes | Error],
-              dtypes_fit: _DtypesFit) -> Callable[[Any, Sequence[Array], Sequence[Array]],
-                                                  Answer | None]:
-    """The fit check of a move: counts, then ``dtypes_fit``, then the operands'
-    and destinations' shapes as ``shapes`` states them."""
-
-    def fit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-        if len(dsts) != spec.n_results() or len(operands) != spec.n_operands():
-            return Answer.BAD_ARITY
-        if not dtypes_fit(spec, dsts, operands):
-            return Answer.WRONG_DTYPE
-        if not shapes_fit(dsts, shapes(spec, [o.shape for o in operands])):
-            return Answer.SHAPE_MISMATCH
-        return None
-
-    return fit
-
-
 # --------------------------------------------------------------------------
 # The records
 # --------------------------------------------------------------------------
@@ -362,23 +338,23 @@ def _move_fit(shapes: Callable[[Any, Sequence[Sequence[int]]], Shapes | Error],
 
 #: ``S.gather``: dst of x's dtype.
 GATHER: Final = Kernel("gather", Gather, gather, lambda spec, loads: (loads[1],), no_refusal,
-                       _move_fit(gather, _positions_data))
+                       rule_fit(gather, _positions_data))
 #: ``S.range_gather``: dst of x's dtype.
 RANGE_GATHER: Final = Kernel("range_gather", RangeGather, range_gather,
                              lambda spec, loads: (loads[1],), no_refusal,
-                             _move_fit(range_gather, _positions_data))
+                             rule_fit(range_gather, _positions_data))
 #: ``S.scatter``: dst of into's dtype.
 SCATTER: Final = Kernel("scatter", Scatter, scatter, lambda spec, loads: (loads[0],), no_refusal,
-                        _move_fit(scatter, _scatter_dtypes))
+                        rule_fit(scatter, _scatter_dtypes))
 #: ``S.sort``: values of x's dtype, int64 positions.
 SORT: Final = Kernel("sort", Sort, sort, lambda spec, loads: (loads[0], D.int64), no_refusal,
-                     _move_fit(sort, _sort_dtypes))
+                     rule_fit(sort, _sort_dtypes))
 #: ``S.numbering``: an int64 dst.
 NUMBERING: Final = Kernel("numbering", Numbering, numbering, lambda spec, loads: (D.int64,),
-                          no_refusal, _move_fit(numbering, _numbering_dtypes))
+                          no_refusal, rule_fit(numbering, _numbering_dtypes))
 #: ``S.assemble``: dst's dtype is the caller's to state.
 ASSEMBLE: Final = Kernel("assemble", Assemble, assemble, lambda spec, loads: None, no_refusal,
-                         _move_fit(assemble, _assemble_dtypes))
+                         rule_fit(assemble, _assemble_dtypes))
 
 _MOVES: Final[dict[str, Kernel[Any]]] = {
     k.name: k for k in (GATHER, RANGE_GATHER, SCATTER, SORT, NUMBERING, ASSEMBLE)}

@@ -38,8 +38,8 @@ from ..prog import MAX_OPERANDS
 if TYPE_CHECKING:
     from ..array import Array
 
-__all__ = ["MAX_NUMEL", "Error", "Kernel", "Refusal", "Shape", "Shapes", "counted_fit",
-           "no_refusal", "shapes_fit"]
+__all__ = ["MAX_NUMEL", "DtypesFit", "Error", "FitCheck", "Kernel", "Refusal", "Shape", "Shapes",
+           "fixed_dtypes", "no_refusal", "rule_fit", "shapes_fit"]
 
 MAX_NUMEL: Final = 2**62
 
@@ -200,22 +200,43 @@ class Kernel(Generic[_Spec]):
                              f"kernel {getattr(self.spec, 'kernel', None)!r}")
 
 
-def counted_fit(shapes: Callable[[Any, Sequence[Sequence[int]]], Shapes | Error],
-                dtypes: Callable[[Any, Sequence[Dtype]], tuple[Dtype, ...] | None]
-                ) -> Callable[[Any, Sequence[Array], Sequence[Array]], Answer | None]:
-    """The fit check of a kernel whose shape rule ``shapes`` and dtype rule
-    ``dtypes`` say it all: counts (``BAD_ARITY``), then the destinations'
-    dtypes the dtype rule fixes (``WRONG_DTYPE``), then the shapes
-    (``SHAPE_MISMATCH``)."""
+#: A fit check: the refusal of a call (spec, destinations, operands) that does
+#: not fit its kernel, or None.
+FitCheck = Callable[[Any, Sequence["Array"], Sequence["Array"]], "Answer | None"]
+#: A kernel's dtype rule in a fit check: whether the destinations' and the
+#: operands' dtypes are ones it takes.
+DtypesFit = Callable[[Any, Sequence["Array"], Sequence["Array"]], bool]
+
+
+def rule_fit(shapes: Callable[[Any, Sequence[Sequence[int]]], Shapes | Error],
+             dtypes_fit: DtypesFit, contiguous: bool = False) -> FitCheck:
+    """The fit check of a kernel stated by its shape rule ``shapes`` and
+    ``dtypes_fit``, in the contract's order: counts (``BAD_ARITY``), then,
+    where ``contiguous``, contiguous destinations (``BAD_LAYOUT``), then the
+    dtypes (``WRONG_DTYPE``), then the shapes (``SHAPE_MISMATCH``)."""
 
     def fit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-        if len(operands) != spec.n_operands() or len(dsts) != spec.n_results():
+        if len(dsts) != spec.n_results() or len(operands) != spec.n_operands():
             return Answer.BAD_ARITY
-        fixed = dtypes(spec, [a.dtype for a in operands])
-        if fixed is not None and tuple(d.dtype for d in dsts) != tuple(fixed):
+        if contiguous and not all(d.layout.is_contiguous() for d in dsts):
+            return Answer.BAD_LAYOUT
+        if not dtypes_fit(spec, dsts, operands):
             return Answer.WRONG_DTYPE
-        if not shapes_fit(dsts, shapes(spec, [a.shape for a in operands])):
+        if not shapes_fit(dsts, shapes(spec, [o.shape for o in operands])):
             return Answer.SHAPE_MISMATCH
         return None
+
+    return fit
+
+
+def fixed_dtypes(dtypes: Callable[[Any, Sequence[Dtype]], tuple[Dtype, ...] | None]
+                 ) -> DtypesFit:
+    """The dtypes a kernel takes where its dtype rule ``dtypes`` says it all:
+    the destinations' are the ones it fixes (any, where it leaves them to the
+    caller)."""
+
+    def fit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> bool:
+        fixed = dtypes(spec, [a.dtype for a in operands])
+        return fixed is None or tuple(d.dtype for d in dsts) == tuple(fixed)
 
     return fit

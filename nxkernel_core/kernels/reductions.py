@@ -40,7 +40,8 @@ from .record import (
     _operands,
     _results,
     _too_many,
-    counted_fit,
+    fixed_dtypes,
+    rule_fit,
     shapes_fit,
 )
 
@@ -545,7 +546,7 @@ REDUCE: Final = Kernel("reduce", Reduce, reduce, lambda spec, loads: spec.result
                        _reduce_rule, reduce_misfit)
 #: ``S.scan``: its fit check is its counts, dtypes and shapes.
 SCAN: Final = Kernel("scan", Scan, scan, _scan_dtypes, _scan_rule,
-                     counted_fit(scan, _scan_dtypes))
+                     rule_fit(scan, fixed_dtypes(_scan_dtypes)))
 #: ``S.fold``: dst keeps x's dtype.
 FOLD: Final = Kernel("fold", Fold, fold, lambda spec, loads: (loads[0],), _fold_rule,
                      fold_misfit)
