@@ -19,6 +19,7 @@ from ..layout import MAX_RANK
 
 __all__ = ["MAX_FILL_BYTES", "fill_fits"]
 
+#: The most bytes a fill (one element's bits) takes: a complex128.
 MAX_FILL_BYTES: Final = 16
 
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_NUMEL", "DtypesFit", "Error", "FitCheck", "Kernel", "Refusal", "Shape", "Shapes",
            "fixed_dtypes", "no_refusal", "rule_fit", "shapes_fit"]
 
+#: The most elements a shape may have.
 MAX_NUMEL: Final = 2**62
 
 Shape = tuple[int, ...]
