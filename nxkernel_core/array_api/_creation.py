@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as D
+from ..answer import describe
 from ..array import Array
 from ..array import asarray as _core_asarray
 from ..dtype import Dtype
@@ -25,6 +26,7 @@ from ..layout import Broadcast, Layout
 from ..prog import Builder, Value
 from ..rig import Buffer, Rig
 from . import _base as B
+from . import _dlpack as I
 from . import _dtypes as T
 
 __all__ = [
@@ -64,9 +66,39 @@ def _default_of(value: Scalar) -> Dtype:
 
 
 def to_device(fn: str, x: Array, dev: Rig) -> Array:
-    """``x`` on ``dev``: itself where it is there, else a copy through host memory."""
+    """``x`` on ``dev``: itself where it is there already. Otherwise a fresh
+    C-contiguous array, by one copy of a contiguous byte-wide array: from
+    memory the host addresses, ``dev`` writes the bytes where they lie; into
+    the host (or a memory device) from memory it does not address, the
+    source's device reads them into host memory the result adopts; between
+    two devices of one library, by its device copy (``Interchange.copy``: a
+    peer copy between GPUs). A strided array is made contiguous on its own
+    device first; sub-byte dtypes, and devices no rule covers, cross through
+    a host copy."""
     if x.device is dev:
         return x
+    if x.dtype.is_sub_byte or x.numel == 0:
+        return Array.from_numpy(x.to_numpy(), dev, x.dtype)
+    if not x.layout.is_contiguous():
+        x = B.copy(fn, x)
+    src = x.buffer
+    src.check_live(fn)
+    start = src.offset + x.layout.offset * x.dtype.itemsize
+    nbytes = x.numel * x.dtype.itemsize
+    layout = Layout.c_contiguous(x.shape)
+    hb = src.memory.host_bytes
+    if hb is not None:
+        out = Array.empty(x.dtype, x.shape, dev)
+        dev.write_bytes(out.buffer.memory, out.buffer.offset, hb[start : start + nbytes])
+        return out
+    if type(dev) is Rig:  # the host, a memory device: plain host memory
+        data = x.device.read_bytes(src.memory, start, nbytes)
+        return Array(x.dtype, layout, Buffer.adopt(data, dev))
+    ic = I.interchange_of(x.device)
+    if ic is not None and ic is I.interchange_of(dev):
+        moved = ic.copy(x, dev)
+        if moved is not None:
+            return moved
     return Array.from_numpy(x.to_numpy(), dev, x.dtype)
 
 
@@ -113,6 +145,13 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
             if not lo <= obj <= hi:
                 raise OverflowError(f"{fn}: {obj} is out of range for {sdt.name}")
         return _core_asarray(np.asarray(obj), sdt, target)
+    if _is_cuda(obj):
+        out = from_dlpack(obj, device=dev, copy=copy)
+        if dt is not None and dt is not out.dtype:
+            if copy is False:
+                raise ValueError(f"{fn}: converting {out.dtype.name} to {dt.name} needs a copy")
+            return B.cast(fn, out, dt)
+        return out
     if isinstance(obj, np.ndarray) or hasattr(obj, "__dlpack__") or hasattr(obj, "__array__"):
         arr = np.asarray(obj)
         src = D.of_numpy(arr.dtype)
@@ -136,15 +175,29 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
-    """An array sharing the memory of a DLPack producer (NumPy, PyTorch, ...)
-    where it is host memory and ``copy`` is not True; a copy otherwise."""
+    """An array sharing the memory of a DLPack producer where ``copy`` is not
+    True: host memory (NumPy, PyTorch, ...) on the host; CUDA memory (CuPy,
+    PyTorch, anything with ``__cuda_array_interface__``) on its ``cuda:N``,
+    through the CUDA library's interchange, the producer kept alive. A copy
+    otherwise (``device=`` elsewhere, ``copy=True``); ``BufferError`` where
+    ``copy=False`` forbids the one needed."""
     fn = "xp.from_dlpack"
     if isinstance(x, Array):
         return asarray(x, device=device, copy=copy)
+    dev = B.device_of(device) if device is not None else None
+    where = x.__dlpack_device__() if hasattr(x, "__dlpack_device__") else None
+    if (where is not None and where[0] == I.DL_CUDA) or (
+            not hasattr(x, "__dlpack__") and hasattr(x, "__cuda_array_interface__")):
+        out = _adopt_cuda(fn, x, where)
+        if dev is not None and dev is not out.device:
+            if copy is False:
+                raise BufferError(f"{fn}: moving {describe([out])} from {out.device.name} to "
+                                  f"{dev.name} needs a copy")
+            return to_device(fn, out, dev)
+        return B.copy(fn, out) if copy else out
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"{fn}: a {type(x).__name__} has no __dlpack__")
     arr = np.from_dlpack(x)
-    dev = B.device_of(device) if device is not None else None
     src = D.of_numpy(arr.dtype)
     if copy is not True and (dev is None or dev.name == "host"):
         wrapped = wrap_numpy(arr, src)
@@ -153,6 +206,27 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> A
     if copy is False:
         raise BufferError(f"{fn}: this {arr.dtype} array cannot be shared without a copy")
     return _core_asarray(arr, src, dev or B.device_of(None))
+
+
+def _adopt_cuda(fn: str, x: Any, where: tuple[int, int] | None) -> Array:
+    """``x``'s CUDA memory as an array on its GPU, by the CUDA library's interchange."""
+    name = f"cuda:{where[1]}" if where is not None else "cuda"
+    try:
+        dev = B.device_of(name)
+    except ValueError as e:
+        raise BufferError(f"{fn}: a {type(x).__name__} in CUDA memory needs {name}: {e}") from None
+    ic = I.interchange_of(dev)
+    if ic is None:
+        raise BufferError(f"{fn}: {name} has no interchange for a {type(x).__name__}")
+    return ic.adopt(fn, x, dev if where is not None else None)
+
+
+def _is_cuda(obj: object) -> bool:
+    """Whether ``obj`` is a producer of CUDA memory (``from_dlpack`` takes it)."""
+    if hasattr(obj, "__cuda_array_interface__"):
+        return True
+    where = getattr(obj, "__dlpack_device__", None)
+    return where is not None and not isinstance(obj, np.ndarray) and where()[0] == I.DL_CUDA
 
 
 def empty(shape: int | Sequence[int], *, dtype: Any = None, device: Any = None) -> Array:

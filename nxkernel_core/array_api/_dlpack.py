@@ -1,0 +1,289 @@
+"""DLPack both ways, and the device side of interchange.
+
+Export (``Array.__dlpack__``): a capsule of our own making, on every device,
+named ``dltensor_versioned`` (DLPack 1.0's ``DLManagedTensorVersioned``)
+where the consumer's ``max_version`` is 1 or more, else the legacy
+``dltensor``. Its ``data`` is the first byte of the array's memory as the
+consumer addresses it and ``byte_offset`` the array's first element from
+there; strides are always given, in elements; the array (so its memory) stays
+alive until the consumer calls the deleter, or, unconsumed, until the capsule
+is freed, which then calls it: once either way. Memory the host addresses is
+``kDLCPU`` (1, 0). Negative strides go out as a copy (PyTorch aborts on
+them). Read-only memory sets the versioned flag and is refused
+in a legacy capsule, as NumPy does. Sub-byte dtypes have no export.
+
+A device of a library (a ``Rig`` subclass defined in package ``P``) says how
+its memory is described through ``P.interchange.INTERCHANGE``, imported on
+first need (:class:`Interchange`): the device pair, the address of a
+buffer's first byte, the stream rule, ``__cuda_array_interface__``, imports
+of its foreign arrays and copies between its devices. A device without one
+interchanges only where the host addresses its memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import threading
+from typing import Any, Final, Protocol
+
+from ..array import Array
+from ..dtype import Dtype, Kind
+from ..rig import Access, Buffer, Rig
+
+__all__ = [
+    "DL_CPU", "DL_CUDA", "DLManagedTensor", "DLManagedTensorVersioned", "DLTensor", "Interchange",
+    "dlpack_device", "export", "interchange_of", "type_code",
+]
+
+#: DLPack's device types (``DLDeviceType``) used here.
+DL_CPU: Final = 1
+DL_CUDA: Final = 2
+#: The DLPack version of the capsules made here.
+VERSION: Final = (1, 0)
+READ_ONLY: Final = 1 << 0  # DLPACK_FLAG_BITMASK_READ_ONLY
+IS_COPIED: Final = 1 << 1  # DLPACK_FLAG_BITMASK_IS_COPIED
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = (("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32))
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = (("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16))
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = (("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64))
+
+
+#: ``void (*deleter)(self)``, one callback for both managed-tensor layouts.
+DELETER: Final = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = (("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER))
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = (("major", ctypes.c_uint32), ("minor", ctypes.c_uint32))
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = (("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER),
+                ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor))
+
+
+# Python's capsule API through prototypes of our own (ctypes.pythonapi's
+# shared function objects may carry another module's argtypes).
+_DESTRUCTOR: Final = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_capsule_new: Final = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, _DESTRUCTOR)(
+    ("PyCapsule_New", ctypes.pythonapi))
+_capsule_name: Final = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_GetName", ctypes.pythonapi))
+_capsule_pointer: Final = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+# The names stay referenced for ever: a capsule keeps the pointer, not a copy.
+_VERSIONED: Final = ctypes.create_string_buffer(b"dltensor_versioned")
+_LEGACY: Final = ctypes.create_string_buffer(b"dltensor")
+
+
+class Export:
+    """One exported capsule's keep-alive record: the array, the managed tensor
+    and its shape and strides; ``deleted`` counts the deleter's calls."""
+
+    __slots__ = ("array", "deleted", "managed", "shape", "strides")
+
+    def __init__(self, array: Array, managed: ctypes.Structure, shape: ctypes.Array[ctypes.c_int64],
+                 strides: ctypes.Array[ctypes.c_int64]) -> None:
+        self.array: Array | None = array
+        self.managed = managed
+        self.shape = shape
+        self.strides = strides
+        self.deleted = 0
+
+
+#: Live exports by the managed tensor's address; the deleter takes them out.
+LIVE: Final[dict[int, Export]] = {}
+_live_lock: Final = threading.Lock()
+
+
+def _delete(address: int | None) -> None:
+    """The deleter: release the export at ``address`` (its array with it)."""
+    if address is None:
+        return
+    with _live_lock:
+        rec = LIVE.pop(address, None)
+    if rec is not None:
+        rec.deleted += 1
+        rec.array = None
+
+
+@DELETER  # type: ignore[untyped-decorator]
+def _deleter(address: int | None) -> None:
+    # A C caller cannot take an exception; at shutdown the module may be gone.
+    with contextlib.suppress(Exception):
+        _delete(address)
+
+
+@_DESTRUCTOR  # type: ignore[untyped-decorator]
+def _destructor(capsule: int | None) -> None:
+    """A capsule freed unconsumed (still named as made) deletes its tensor;
+    a consumer renames it to ``used_...`` and calls the deleter itself."""
+    with contextlib.suppress(Exception):
+        name = _capsule_name(capsule)
+        if name in (_VERSIONED.value, _LEGACY.value):
+            _delete(_capsule_pointer(capsule, name))
+
+
+def type_code(fn: str, dt: Dtype) -> tuple[int, int]:
+    """DLPack's (type code, bits) of ``dt``; ``BufferError`` for sub-byte dtypes."""
+    if dt.is_sub_byte:
+        raise BufferError(f"{fn}: DLPack has no {dt.name} (sub-byte) export")
+    special = {"bfloat16": 4, "float8_e4m3fn": 10, "float8_e5m2": 12}
+    if dt.name in special:
+        return special[dt.name], dt.bits
+    code = {Kind.SIGNED: 0, Kind.UNSIGNED: 1, Kind.FLOAT: 2, Kind.COMPLEX: 5, Kind.BOOLEAN: 6}[dt.kind]
+    return code, dt.bits
+
+
+class Interchange(Protocol):
+    """What a library says of its devices' memory for interchange."""
+
+    def dlpack_device(self, dev: Rig) -> tuple[int, int]:
+        """DLPack's (device type, id) of memory on ``dev``."""
+
+    def address(self, buf: Buffer) -> int:
+        """The address of ``buf``'s first byte, as a consumer of ``dlpack_device`` addresses it."""
+
+    def ready(self, fn: str, dev: Rig, stream: object) -> None:
+        """Make the consumer's ``stream`` wait for the work queued on ``dev``
+        (the standard's stream rule); ``BufferError`` for a stream it cannot take."""
+
+    def cuda_array_interface(self, x: Array) -> dict[str, Any]:
+        """``x.__cuda_array_interface__``; ``AttributeError`` with the reason where there is none."""
+
+    def adopt(self, fn: str, x: object, dev: Rig | None) -> Array:
+        """An array over a foreign producer's memory on one of the library's
+        devices (``__dlpack__`` of that device, else ``__cuda_array_interface__``),
+        without a copy, keeping the producer alive; ``dev`` is the device its
+        ``__dlpack_device__`` names, None where it has none."""
+
+    def copy(self, x: Array, dev: Rig) -> Array | None:
+        """A C-contiguous copy of the contiguous array ``x`` on ``dev`` by one
+        device copy, both devices the library's; None where there is none."""
+
+
+_interchanges: dict[type, Interchange | None] = {}
+
+
+def interchange_of(dev: Rig) -> Interchange | None:
+    """The interchange of ``dev``'s library (``<package>.interchange.INTERCHANGE``),
+    None for core's own devices and libraries without one."""
+    kind = type(dev)
+    if kind not in _interchanges:
+        found: Interchange | None = None
+        package = kind.__module__.partition(".")[0]
+        if kind is not Rig and package != "nxkernel_core":
+            try:
+                found = importlib.import_module(f"{package}.interchange").INTERCHANGE
+            except (ImportError, AttributeError):
+                found = None
+        _interchanges[kind] = found
+    return _interchanges[kind]
+
+
+def dlpack_device(x: Array) -> tuple[int, int]:
+    """(1, 0) for memory the host addresses without a library's say; else its
+    library's pair; ``BufferError`` where neither describes it."""
+    dev = x.device
+    ic = interchange_of(dev)
+    if ic is not None:
+        return ic.dlpack_device(dev)
+    if x.buffer.memory.host_bytes is not None:
+        return (DL_CPU, 0)
+    raise BufferError(f"Array.__dlpack_device__: {dev.name}'s memory has no DLPack description")
+
+
+def _address(x: Array) -> int:
+    ic = interchange_of(x.device)
+    if ic is not None:
+        return ic.address(x.buffer)
+    hb = x.buffer.memory.host_bytes
+    assert hb is not None  # dlpack_device refused it otherwise
+    x.buffer.check_live("Array.__dlpack__")
+    return int(hb.ctypes.data) + x.buffer.offset
+
+
+def _ready(fn: str, x: Array, stream: object) -> None:
+    ic = interchange_of(x.device)
+    if ic is not None:
+        ic.ready(fn, x.device, stream)
+    elif stream is not None and stream != -1:
+        raise BufferError(f"{fn}: {x.device.name}'s memory is host memory, so stream must be None, "
+                          f"not {stream!r}")
+
+
+def export(x: Array, *, stream: object = None, max_version: tuple[int, int] | None = None,
+           dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+    """``x.__dlpack__(...)``: the standard's rules. A ``dl_device`` other than
+    ``x``'s is taken only for the host, (1, 0), by one copy (unless ``copy``
+    is False); ``copy=True`` exports a fresh copy; the copied flag says so."""
+    fn = "Array.__dlpack__"
+    own = dlpack_device(x)
+    copied = False
+    if dl_device is not None and tuple(dl_device) != own:
+        if tuple(dl_device) != (DL_CPU, 0) or copy is False:
+            raise BufferError(f"{fn}: a {x.dtype.name} {list(x.shape)} array on {x.device.name} "
+                              f"{own} cannot be exported to DLPack device {tuple(dl_device)}"
+                              + (" without a copy" if copy is False else ""))
+        from ..rig import host
+
+        x, copied, stream = _ns_to_device(fn, x, host), True, None
+    elif copy or any(s < 0 and d > 1 for d, s in zip(x.shape, x.layout.strides, strict=True)):
+        # Negative strides are DLPack's, yet PyTorch aborts the process on
+        # them (NumPy's exports too): such an array goes out as a copy.
+        if copy is False:
+            raise BufferError(f"{fn}: a {x.dtype.name} {list(x.shape)} array with negative strides "
+                              f"{list(x.layout.strides)} is exported only as a copy")
+        x, copied = _ns_copy(fn, x), True
+    code, bits = type_code(fn, x.dtype)
+    versioned = max_version is not None and max_version[0] >= 1
+    readonly = x.buffer.memory.access is Access.READ
+    if readonly and not versioned:
+        raise BufferError(f"{fn}: a read-only {x.dtype.name} {list(x.shape)} array needs DLPack 1.0 "
+                          "(max_version) to say so")
+    _ready(fn, x, stream)
+    address = _address(x)
+    dev_type, dev_id = dlpack_device(x)
+    ndim = x.rank
+    shape = (ctypes.c_int64 * max(ndim, 1))(*x.shape)
+    strides = (ctypes.c_int64 * max(ndim, 1))(*x.layout.strides)
+    tensor = DLTensor(address, DLDevice(dev_type, dev_id), ndim, DLDataType(code, bits, 1),
+                      shape, strides, x.layout.offset * x.dtype.itemsize if x.numel else 0)
+    managed: ctypes.Structure
+    if versioned:
+        flags = (READ_ONLY if readonly else 0) | (IS_COPIED if copied else 0)
+        managed = DLManagedTensorVersioned(DLPackVersion(*VERSION), None, _deleter, flags, tensor)
+    else:
+        managed = DLManagedTensor(tensor, None, _deleter)
+    key = ctypes.addressof(managed)
+    with _live_lock:
+        LIVE[key] = Export(x, managed, shape, strides)
+    return _capsule_new(key, _VERSIONED if versioned else _LEGACY, _destructor)
+
+
+def _ns_to_device(fn: str, x: Array, dev: Rig) -> Array:
+    from . import _creation
+
+    return _creation.to_device(fn, x, dev)
+
+
+def _ns_copy(fn: str, x: Array) -> Array:
+    from . import _base
+
+    return _base.copy(fn, x)
+
