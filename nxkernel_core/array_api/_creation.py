@@ -246,6 +246,8 @@ def full(shape: int | Sequence[int], fill_value: Any, *, dtype: Any = None,
     """``fill_value`` everywhere (its default dtype where ``dtype`` is None)."""
     fn = "xp.full"
     if isinstance(fill_value, Array):
+        if fill_value.size != 1:
+            raise ValueError(f"{fn}: fill_value must be a scalar, not {describe([fill_value])}")
         fill_value = fill_value.to_numpy().item()
     dt = _dtype(fn, dtype) or _default_of(fill_value)
     if isinstance(fill_value, int) and not isinstance(fill_value, bool) and dt.is_int:

@@ -3,9 +3,10 @@
 Export (``Array.__dlpack__``): a capsule of our own making, on every device,
 named ``dltensor_versioned`` (DLPack 1.0's ``DLManagedTensorVersioned``)
 where the consumer's ``max_version`` is 1 or more, else the legacy
-``dltensor``. Its ``data`` is the first byte of the array's memory as the
-consumer addresses it and ``byte_offset`` the array's first element from
-there; strides are always given, in elements; the array (so its memory) stays
+``dltensor``. Its ``data`` is the address of the array's first element as
+the consumer addresses it, ``byte_offset`` 0 (as NumPy, PyTorch and CuPy
+export, since some consumers ignore ``byte_offset``); strides are always
+given, in elements; the array (so its memory) stays
 alive until the consumer calls the deleter, or, unconsumed, until the capsule
 is freed, which then calls it: once either way. Memory the host addresses is
 ``kDLCPU`` (1, 0). Negative strides go out as a copy (PyTorch aborts on
@@ -262,8 +263,9 @@ def export(x: Array, *, stream: object = None, max_version: tuple[int, int] | No
     ndim = x.rank
     shape = (ctypes.c_int64 * max(ndim, 1))(*x.shape)
     strides = (ctypes.c_int64 * max(ndim, 1))(*x.layout.strides)
-    tensor = DLTensor(address, DLDevice(dev_type, dev_id), ndim, DLDataType(code, bits, 1),
-                      shape, strides, x.layout.offset * x.dtype.itemsize if x.numel else 0)
+    first = address + x.layout.offset * x.dtype.itemsize if x.numel else address
+    tensor = DLTensor(first, DLDevice(dev_type, dev_id), ndim, DLDataType(code, bits, 1),
+                      shape, strides, 0)
     managed: ctypes.Structure
     if versioned:
         flags = (READ_ONLY if readonly else 0) | (IS_COPIED if copied else 0)

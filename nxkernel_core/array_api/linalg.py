@@ -35,6 +35,14 @@ def _matrices(fn: str, x: Array) -> Array:
     return a
 
 
+def _square(fn: str, x: Array) -> Array:
+    """``x`` where it is a square matrix or a stack of them; ``ValueError`` naming ``fn`` otherwise."""
+    a = _matrices(fn, x)
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{fn}: needs square matrices, not {describe([a])}")
+    return a
+
+
 def matmul(x1: Array, x2: Array, /) -> Array:
     """The matrix product with broadcast batch axes; a 1-D operand is a vector."""
     fn = "xp.matmul"
@@ -123,7 +131,11 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
 
 def diagonal(x: Array, /, *, offset: int = 0) -> Array:
     """The view of each matrix's diagonal ``offset`` (column − row)."""
-    a = _matrices("xp.linalg.diagonal", x)
+    return _diagonal("xp.linalg.diagonal", x, offset)
+
+
+def _diagonal(fn: str, x: Array, offset: int) -> Array:
+    a = _matrices(fn, x)
     m, n = a.shape[-2:]
     sr, sc = a.layout.strides[-2:]
     start_r, start_c = (0, offset) if offset >= 0 else (-offset, 0)
@@ -135,7 +147,7 @@ def diagonal(x: Array, /, *, offset: int = 0) -> Array:
 
 def trace(x: Array, /, *, offset: int = 0, dtype: Any = None) -> Array:
     """The sum of each matrix's diagonal ``offset``."""
-    return R.sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
+    return R.sum(_diagonal("xp.linalg.trace", x, offset), axis=-1, dtype=dtype)
 
 
 def outer(x1: Array, x2: Array, /) -> Array:
@@ -167,7 +179,7 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
 
 def cholesky(x: Array, /, *, upper: bool = False) -> Array:
     """The Cholesky factor of each Hermitian positive-definite matrix."""
-    a = _matrices("xp.linalg.cholesky", x)
+    a = _square("xp.linalg.cholesky", x)
     B.check_kind("xp.linalg.cholesky", "floating-point", a)
     return nx.cholesky(a, upper=upper)
 
@@ -195,15 +207,19 @@ class SlogdetResult(NamedTuple):
 
 def eigh(x: Array, /) -> EighResult:
     """Ascending eigenvalues and eigenvectors of each Hermitian matrix."""
-    a = _matrices("xp.linalg.eigh", x)
-    B.check_kind("xp.linalg.eigh", "floating-point", a)
+    return _eigh("xp.linalg.eigh", x)
+
+
+def _eigh(fn: str, x: Array) -> EighResult:
+    a = _square(fn, x)
+    B.check_kind(fn, "floating-point", a)
     w, v = nx.eigh(a)
     return EighResult(w, v)
 
 
 def eigvalsh(x: Array, /) -> Array:
     """Ascending eigenvalues of each Hermitian matrix."""
-    return eigh(x).eigenvalues
+    return _eigh("xp.linalg.eigvalsh", x).eigenvalues
 
 
 def qr(x: Array, /, *, mode: str = "reduced") -> QRResult:
@@ -253,7 +269,7 @@ def _sign_of_swaps(b: Builder, n: Value) -> Value:
 def det(x: Array, /) -> Array:
     """The determinant of each square matrix, from its LU factors."""
     fn = "xp.linalg.det"
-    a = _matrices(fn, x)
+    a = _square(fn, x)
     B.check_kind(fn, "floating-point", a)
     if a.shape[-1] == 0:
         return B.full(fn, a.shape[:-2], 1, a.dtype, a.device)
@@ -265,7 +281,7 @@ def det(x: Array, /) -> Array:
 def slogdet(x: Array, /) -> SlogdetResult:
     """The sign and log |det| of each square matrix."""
     fn = "xp.linalg.slogdet"
-    a = _matrices(fn, x)
+    a = _square(fn, x)
     B.check_kind(fn, "floating-point", a)
     if a.shape[-1] == 0:
         return SlogdetResult(B.full(fn, a.shape[:-2], 1, a.dtype, a.device),
@@ -279,12 +295,17 @@ def slogdet(x: Array, /) -> SlogdetResult:
 def solve(x1: Array, x2: Array, /) -> Array:
     """X with x1·X = x2 (x2 a vector where it is 1-D), from x1's LU factors."""
     fn = "xp.linalg.solve"
-    a, b = _promoted(fn, _matrices(fn, x1), B.the_array(fn, x2))
+    a, b = _promoted(fn, _square(fn, x1), B.the_array(fn, x2))
     vector = b.rank == 1
     rhs = b.reshape([b.shape[0], 1]) if vector else b
+    if rhs.rank < 2 or rhs.shape[-2] != a.shape[-1]:
+        raise ValueError(f"{fn}: the right-hand side does not fit the matrices ({describe([a, b])})")
     import numpy as np
 
-    lead = tuple(np.broadcast_shapes(a.shape[:-2], rhs.shape[:-2]))
+    try:
+        lead = tuple(np.broadcast_shapes(a.shape[:-2], rhs.shape[:-2]))
+    except ValueError:
+        raise ValueError(f"{fn}: the stacks do not broadcast ({describe([a, b])})") from None
     a = a if a.shape[:-2] == lead else a.view(Broadcast((*lead, *a.shape[-2:])))
     rhs = rhs if rhs.shape[:-2] == lead else rhs.view(Broadcast((*lead, *rhs.shape[-2:])))
     lu, _, perm = nx.lu(B.copy(fn, a))
@@ -298,7 +319,7 @@ def solve(x1: Array, x2: Array, /) -> Array:
 def inv(x: Array, /) -> Array:
     """The inverse of each square matrix."""
     fn = "xp.linalg.inv"
-    a = _matrices(fn, x)
+    a = _square(fn, x)
     B.check_kind(fn, "floating-point", a)
     from ._creation import eye
 
@@ -309,7 +330,7 @@ def inv(x: Array, /) -> Array:
 def matrix_power(x: Array, n: int, /) -> Array:
     """x multiplied by itself n times (the inverse's for negative n; I for 0)."""
     fn = "xp.linalg.matrix_power"
-    a = _matrices(fn, x)
+    a = _square(fn, x)
     if n == 0:
         from ._creation import eye
 
