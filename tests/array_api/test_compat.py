@@ -1,6 +1,7 @@
-"""A library that consumes the standard through array-api-compat runs on these
+"""Libraries that consume the standard through array-api-compat run on these
 arrays: array-api-extra (the helpers SciPy and scikit-learn build on) finds
-the namespace with ``array_namespace`` and computes with it alone."""
+the namespace with ``array_namespace`` and computes with it alone, and so do
+SciPy's array-API paths."""
 
 from __future__ import annotations
 
