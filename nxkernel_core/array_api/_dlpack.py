@@ -189,10 +189,12 @@ def interchange_of(dev: Rig) -> Interchange | None:
         found: Interchange | None = None
         package = kind.__module__.partition(".")[0]
         if kind is not Rig and package != "nxkernel_core":
+            module = f"{package}.interchange"
             try:
-                found = importlib.import_module(f"{package}.interchange").INTERCHANGE
-            except (ImportError, AttributeError):
-                found = None
+                found = getattr(importlib.import_module(module), "INTERCHANGE", None)
+            except ModuleNotFoundError as e:
+                if e.name != module:  # the module is there and broken: say so
+                    raise
         _interchanges[kind] = found
     return _interchanges[kind]
 
