@@ -369,6 +369,7 @@ def test_cupy_and_our_gpu_arrays_share_memory_both_ways() -> None:
     assert x.__dlpack_device__() == (2, 0)
     c = cupy.from_dlpack(x[1:, ::2])
     c[0, 0] = -1.0
+    cupy.cuda.Device(0).synchronize()  # CuPy wrote on its stream; we read on ours
     assert x.to_numpy()[1, 0] == -1.0
     cai = x.__cuda_array_interface__
     assert cai["version"] == 3 and cai["stream"] == int(gpu.stream.ptr)  # type: ignore[attr-defined]
@@ -377,11 +378,16 @@ def test_cupy_and_our_gpu_arrays_share_memory_both_ways() -> None:
     y = xp.from_dlpack(theirs)
     assert y.device is gpu and y.__cuda_array_interface__["data"][0] == theirs.data.ptr
     theirs[1, 2] = 50.0
+    cupy.cuda.Device(0).synchronize()
     assert y.to_numpy()[1, 2] == 50.0
-    keep = weakref.ref(theirs)
+    pool = cupy.get_default_memory_pool()
+    used = pool.used_bytes()
     del theirs
     gc.collect()
-    assert keep() is not None and y.to_numpy()[1, 2] == 50.0  # the producer is held
+    assert pool.used_bytes() == used and y.to_numpy()[1, 2] == 50.0  # the producer is held
+    del y
+    gc.collect()
+    assert pool.used_bytes() < used  # and let go with the array
     z = xp.from_dlpack(cupy.arange(4, dtype=cupy.int32)[::2])
     assert z.to_numpy().tolist() == [0, 2]
 
@@ -395,6 +401,7 @@ def test_torch_trades_gpu_memory_both_ways() -> None:
     x = xp.asarray(np.arange(6.0), device=gpu)
     t = torch.from_dlpack(x)
     t[0] = 7.0
+    torch.cuda.synchronize()
     assert t.device.type == "cuda" and x.to_numpy()[0] == 7.0
     u = torch.arange(5, device="cuda", dtype=torch.float32)
     y = xp.from_dlpack(u)
