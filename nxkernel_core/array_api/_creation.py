@@ -352,6 +352,8 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     """Ones on diagonal ``k`` (column − row = k), zeros elsewhere."""
     fn = "xp.eye"
     dt = _dtype(fn, dtype) or D.float64
+    if not isinstance(k, int | np.integer):
+        raise TypeError(f"{fn}: k = {k!r} is not an int")
     shape = (n_rows, n_rows if n_cols is None else n_cols)
     k = max(-shape[0] - 1, min(k, shape[1] + 1))  # past every diagonal: all zeros either way
     dev = B.device_of(device)

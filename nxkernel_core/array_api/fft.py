@@ -17,6 +17,7 @@ from ..layout import Broadcast
 from ..prog import Builder, Value
 from . import _base as B
 from . import _complex as C
+from . import _dtypes as T
 from ._manipulation import concat, roll, take_range
 
 __all__ = [
@@ -208,10 +209,20 @@ def _freq(b: Builder, scale: Value, n: Value) -> Value:
     return b.cast(k, scale.dtype) * scale
 
 
+def _float_dtype(fn: str, dtype: Any) -> D.Dtype:
+    """``dtype`` where it is a real floating-point dtype of the namespace (float64 for None)."""
+    if dtype is None:
+        return D.float64
+    dt = T.DTYPES.get(dtype) if isinstance(dtype, str) else dtype
+    if not isinstance(dt, D.Dtype) or not dt.is_float:
+        raise TypeError(f"{fn}: dtype {dtype!r} is not a real floating-point dtype")
+    return dt
+
+
 def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Array:
     """The sample frequencies of an n-point transform: [0, 1, …, −1] / (d·n)."""
     fn = "xp.fft.fftfreq"
-    dt = dtype or D.float64
+    dt = _float_dtype(fn, dtype)
     dev = B.device_of(device)
     scale = B.scalar_array(1.0 / (d * n), dt, dev).view(Broadcast((n,)))
     nn = B.scalar_array(n, D.int64, dev).view(Broadcast((n,)))
@@ -225,7 +236,7 @@ def _rfreq(b: Builder, scale: Value) -> Value:
 def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Array:
     """The sample frequencies of rfft's bins: [0, 1, …, n//2] / (d·n)."""
     fn = "xp.fft.rfftfreq"
-    dt = dtype or D.float64
+    dt = _float_dtype(fn, dtype)
     dev = B.device_of(device)
     scale = B.scalar_array(1.0 / (d * n), dt, dev).view(Broadcast((n // 2 + 1,)))
     return B.elementwise(fn, _rfreq, scale)

@@ -97,9 +97,12 @@ def tensordot(x1: Array, x2: Array, /, *, axes: int | tuple[Sequence[int], Seque
         if axes < 0 or axes > min(a.rank, b.rank):
             raise ValueError(f"{fn}: axes = {axes} for {describe([a, b])}")
         ia, ib = list(range(a.rank - axes, a.rank)), list(range(axes))
-    else:
+    elif isinstance(axes, tuple | list) and len(axes) == 2 and all(
+            isinstance(side, tuple | list) for side in axes):
         ia = [B.axis_of(fn, a, i) for i in axes[0]]
         ib = [B.axis_of(fn, b, i) for i in axes[1]]
+    else:
+        raise TypeError(f"{fn}: axes {axes!r} is not an int or two sequences of axes")
     sa = list(_LETTERS[: a.rank])
     sb = list(_LETTERS[a.rank : a.rank + b.rank])
     for i, j in zip(ia, ib, strict=True):
@@ -226,6 +229,8 @@ def qr(x: Array, /, *, mode: str = "reduced") -> QRResult:
     """Q and R of each matrix."""
     a = _matrices("xp.linalg.qr", x)
     B.check_kind("xp.linalg.qr", "floating-point", a)
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"xp.linalg.qr: mode {mode!r} is not 'reduced' or 'complete'")
     q, r = nx.qr(a, mode=mode)
     return QRResult(q, r)
 
@@ -356,6 +361,8 @@ def vector_norm(x: Array, /, *, axis: int | Sequence[int] | None = None, keepdim
     fn = "xp.linalg.vector_norm"
     a = B.the_array(fn, x)
     B.check_kind(fn, "floating-point", a)
+    if isinstance(ord, bool) or not isinstance(ord, int | float) or math.isnan(ord):
+        raise ValueError(f"{fn}: ord {ord!r} of {describe([a])} is not a number")
     m = _ew.abs(a)
     if ord == math.inf:
         return R.max(m, axis=axis, keepdims=keepdims) if m.numel else B.full(fn, (), 0.0, m.dtype, m.device)

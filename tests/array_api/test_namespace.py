@@ -217,6 +217,24 @@ def test_shape_errors_name_the_public_function_and_the_arrays(call: Any, message
         call()
 
 
+@pytest.mark.parametrize(("kind", "call", "message"), [
+    (TypeError, lambda: xp.sum(xp.ones((2, 3)), axis=1.5),
+     r"xp\.sum: axis 1\.5 of float64 \[2, 3\] is not an int or a tuple of ints"),
+    (TypeError, lambda: xp.eye(2, k=1.5), r"xp\.eye: k = 1\.5 is not an int"),
+    (TypeError, lambda: xp.fft.fftfreq(4, dtype=xp.int32),
+     r"xp\.fft\.fftfreq: dtype int32 is not a real floating-point dtype"),
+    (ValueError, lambda: xp.linalg.vector_norm(xp.ones(2), ord="bad"),
+     r"xp\.linalg\.vector_norm: ord 'bad' of float64 \[2\] is not a number"),
+    (ValueError, lambda: xp.linalg.qr(xp.ones((2, 2)), mode="bad"),
+     r"xp\.linalg\.qr: mode 'bad' is not 'reduced' or 'complete'"),
+    (TypeError, lambda: xp.tensordot(xp.ones(2), xp.ones(2), axes=(5,)),
+     r"xp\.tensordot: axes \(5,\) is not an int or two sequences of axes"),
+])
+def test_argument_errors_name_the_public_function(kind: type[Exception], call: Any, message: str) -> None:
+    with pytest.raises(kind, match=message):
+        call()
+
+
 def test_a_warm_call_builds_no_program() -> None:
     from nxkernel_core.array_api import _base
 
