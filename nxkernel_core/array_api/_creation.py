@@ -197,7 +197,10 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> A
         return B.copy(fn, out) if copy else out
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"{fn}: a {type(x).__name__} has no __dlpack__")
-    arr = np.from_dlpack(x)
+    try:
+        arr = np.from_dlpack(x)
+    except (BufferError, RuntimeError, TypeError) as e:  # NumPy carries host imports: its refusal
+        raise BufferError(f"{fn}: a {type(x).__name__} could not be imported ({e})") from e
     src = D.of_numpy(arr.dtype)
     if copy is not True and (dev is None or dev.name == "host"):
         wrapped = wrap_numpy(arr, src)

@@ -207,6 +207,8 @@ def test_torch_shares_host_memory_both_ways() -> None:
     assert float(x[1, 0]) == -1.0 and t.stride() == (4, 1)
     b = torch.from_dlpack(xp.astype(xp.asarray([1.5, -2.25]), D.bfloat16))
     assert b.dtype == torch.bfloat16 and b.tolist() == [1.5, -2.25]
+    with pytest.raises(BufferError, match=r"xp\.from_dlpack: a Tensor could not be imported \(Unsupported"):
+        xp.from_dlpack(b)  # NumPy, which carries host imports, has no bfloat16
 
 
 def test_the_emulated_device_exports_cpu_memory_at_its_own_address(emu: Rig) -> None:
