@@ -176,7 +176,8 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
     """An array sharing the memory of a DLPack producer where ``copy`` is not
-    True: host memory (NumPy, PyTorch, ...) on the host; CUDA memory (CuPy,
+    True: host memory (NumPy, PyTorch, ...) on the host, by our own reading
+    of its capsule (``_dlpack.adopt_host``); CUDA memory (CuPy,
     PyTorch, anything with ``__cuda_array_interface__``) on its ``cuda:N``,
     through the CUDA library's interchange, the producer kept alive. A copy
     otherwise (``device=`` elsewhere, ``copy=True``); ``BufferError`` where
@@ -197,18 +198,19 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> A
         return B.copy(fn, out) if copy else out
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"{fn}: a {type(x).__name__} has no __dlpack__")
-    try:
+    shared = I.adopt_host(fn, x)
+    if shared is None:  # misaligned: NumPy's copy
+        if copy is False:
+            raise BufferError(f"{fn}: a {type(x).__name__} whose first element is not aligned "
+                              "cannot be shared without a copy")
         arr = np.from_dlpack(x)
-    except (BufferError, RuntimeError, TypeError) as e:  # NumPy carries host imports: its refusal
-        raise BufferError(f"{fn}: a {type(x).__name__} could not be imported ({e})") from e
-    src = D.of_numpy(arr.dtype)
-    if copy is not True and (dev is None or dev.name == "host"):
-        wrapped = wrap_numpy(arr, src)
-        if wrapped is not None:
-            return wrapped
-    if copy is False:
-        raise BufferError(f"{fn}: this {arr.dtype} array cannot be shared without a copy")
-    return _core_asarray(arr, src, dev or B.device_of(None))
+        return _core_asarray(arr, D.of_numpy(arr.dtype), dev or B.device_of(None))
+    if dev is not None and dev is not shared.device:
+        if copy is False:
+            raise BufferError(f"{fn}: moving {describe([shared])} from the host to {dev.name} "
+                              "needs a copy")
+        return to_device(fn, shared, dev)
+    return B.copy(fn, shared) if copy else shared
 
 
 def _adopt_cuda(fn: str, x: Any, where: tuple[int, int] | None) -> Array:

@@ -13,6 +13,11 @@ is freed, which then calls it: once either way. Memory the host addresses is
 them). Read-only memory sets the versioned flag and is refused
 in a legacy capsule, as NumPy does. Sub-byte dtypes have no export.
 
+Import of host memory (``adopt_host``, for ``xp.from_dlpack``): the
+producer's capsule read the same way, so every byte-wide dtype DLPack and
+this library share comes in without a copy (bfloat16 and the float8s, which
+NumPy lacks, included), with any strides.
+
 A device of a library (a ``Rig`` subclass defined in package ``P``) says how
 its memory is described through ``P.interchange.INTERCHANGE``, imported on
 first need (:class:`Interchange`): the device pair, the address of a
@@ -26,16 +31,21 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
+import math
 import threading
 from typing import Any, Final, Protocol
 
+import numpy as np
+
+from .. import dtype as D
 from ..array import Array
 from ..dtype import Dtype, Kind
-from ..rig import Access, Buffer, Rig
+from ..layout import Layout
+from ..rig import Access, Buffer, Rig, host
 
 __all__ = [
     "DL_CPU", "DL_CUDA", "DLManagedTensor", "DLManagedTensorVersioned", "DLTensor", "Interchange",
-    "dlpack_device", "export", "interchange_of", "type_code",
+    "adopt_host", "dlpack_device", "export", "interchange_of", "type_code",
 ]
 
 #: DLPack's device types (``DLDeviceType``) used here.
@@ -90,6 +100,15 @@ _capsule_pointer: Final = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ct
 # The names stay referenced for ever: a capsule keeps the pointer, not a copy.
 _VERSIONED: Final = ctypes.create_string_buffer(b"dltensor_versioned")
 _LEGACY: Final = ctypes.create_string_buffer(b"dltensor")
+_USED: Final = {_VERSIONED.value: ctypes.create_string_buffer(b"used_dltensor_versioned"),
+                _LEGACY.value: ctypes.create_string_buffer(b"used_dltensor")}
+# The same functions on a live capsule object, for imports.
+_name_of: Final = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(
+    ("PyCapsule_GetName", ctypes.pythonapi))
+_pointer_of: Final = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_rename: Final = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_SetName", ctypes.pythonapi))
 
 
 class Export:
@@ -149,6 +168,78 @@ def type_code(fn: str, dt: Dtype) -> tuple[int, int]:
         return special[dt.name], dt.bits
     code = {Kind.SIGNED: 0, Kind.UNSIGNED: 1, Kind.FLOAT: 2, Kind.COMPLEX: 5, Kind.BOOLEAN: 6}[dt.kind]
     return code, dt.bits
+
+
+#: Our dtype of each DLPack (type code, bits).
+_OF_CODE: Final = {type_code("", d): d for d in D.all if not d.is_sub_byte}
+
+
+class _Held:
+    """A consumed foreign managed tensor, deleted (its deleter called) once,
+    when the memory over it is freed."""
+
+    __slots__ = ("address", "deleter")
+
+    def __init__(self, address: int, deleter: Any) -> None:
+        self.address = address
+        self.deleter = deleter
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.deleter:
+                self.deleter(self.address)
+
+
+def adopt_host(fn: str, x: Any) -> Array | None:
+    """An array over the host memory of DLPack producer ``x`` (NumPy, PyTorch,
+    ...: DLPack's CPU), without a copy: the capsule is consumed (renamed
+    ``used_...``) and the producer's deleter runs once, when the array's
+    memory is freed. Every byte-wide dtype of DLPack's that is ours (bfloat16
+    and the float8s too) and any strides; a version 1.0 read-only flag makes
+    read-only memory. None where the first element is not aligned to the
+    dtype (the caller copies); ``BufferError`` naming ``fn`` for what no
+    array here is."""
+    try:
+        capsule = x.__dlpack__(max_version=VERSION)
+    except TypeError:  # a producer older than DLPack 1.0's keywords
+        capsule = x.__dlpack__()
+    name = _name_of(capsule)
+    if name not in _USED:
+        raise BufferError(f"{fn}: a {type(x).__name__}'s capsule is named {name!r}, not a DLPack tensor")
+    address = _pointer_of(capsule, name)
+    versioned = name == _VERSIONED.value
+    managed: Any = (DLManagedTensorVersioned if versioned else DLManagedTensor).from_address(address)
+    if versioned and managed.version.major != 1:
+        raise BufferError(f"{fn}: a {type(x).__name__} gave DLPack {managed.version.major}."
+                          f"{managed.version.minor}, not 1.x")
+    held = _Held(address, managed.deleter)  # from here on, ours to delete
+    _rename(capsule, _USED[name])
+    t = managed.dl_tensor
+    where = (t.device.device_type, t.device.device_id)
+    dt = _OF_CODE.get((t.dtype.code, t.dtype.bits)) if t.dtype.lanes == 1 else None
+    if where != (DL_CPU, 0) or dt is None:
+        raise BufferError(f"{fn}: a {type(x).__name__} on DLPack device {where} of type "
+                          f"(code {t.dtype.code}, {t.dtype.bits} bits, {t.dtype.lanes} lanes) "
+                          "is not host memory of a dtype here")
+    shape = tuple(int(t.shape[i]) for i in range(t.ndim))
+    strides = (tuple(int(t.strides[i]) for i in range(t.ndim)) if t.strides
+               else Layout.c_contiguous(shape).strides)
+    numel = math.prod(shape)
+    lo = sum(min(0, (d - 1) * s) for d, s in zip(shape, strides, strict=True)) if numel else 0
+    hi = sum(max(0, (d - 1) * s) for d, s in zip(shape, strides, strict=True)) + 1 if numel else 0
+    item = dt.itemsize
+    base = (t.data or 0) + t.byte_offset + lo * item
+    if base % dt.alignment:
+        return None
+    nbytes = (hi - lo) * item
+    if nbytes:
+        raw = (ctypes.c_uint8 * nbytes).from_address(base)
+        raw._held = held  # type: ignore[attr-defined]  # the NumPy view keeps raw, raw keeps held
+        data = np.frombuffer(memoryview(raw), dtype=np.uint8)
+    else:
+        data = np.zeros(0, dtype=np.uint8)
+    readonly = versioned and bool(managed.flags & READ_ONLY)
+    return Array(dt, Layout(shape, strides, -lo), Buffer.adopt(data, host, writable=not readonly))
 
 
 class Interchange(Protocol):
@@ -243,8 +334,6 @@ def export(x: Array, *, stream: object = None, max_version: tuple[int, int] | No
             raise BufferError(f"{fn}: a {x.dtype.name} {list(x.shape)} array on {x.device.name} "
                               f"{own} cannot be exported to DLPack device {tuple(dl_device)}"
                               + (" without a copy" if copy is False else ""))
-        from ..rig import host
-
         x, copied, stream = _ns_to_device(fn, x, host), True, None
     elif copy or any(s < 0 and d > 1 for d, s in zip(x.shape, x.layout.strides, strict=True)):
         # Negative strides are DLPack's, yet PyTorch aborts the process on

@@ -164,6 +164,46 @@ def test_a_consumer_calling_the_deleter_itself_releases_once() -> None:
     assert record.deleted == 1
 
 
+def test_an_import_consumes_the_capsule_and_deletes_it_once_when_freed() -> None:
+    x = xp.arange(4, dtype=xp.int16)
+    capsule = x.__dlpack__(max_version=(1, 0))
+    address, _ = _open(capsule)
+    record = I.LIVE[address]
+    y = xp.from_dlpack(_Producer(capsule, (1, 0)))
+    assert _get_name(capsule) == b"used_dltensor_versioned" and record.deleted == 0
+    assert y.buffer.memory is not x.buffer.memory and y.to_numpy().tolist() == [0, 1, 2, 3]
+    x[0] = 9  # one memory under both
+    assert int(y[0]) == 9
+    del y
+    gc.collect()
+    assert record.deleted == 1
+    del capsule
+    gc.collect()
+    assert record.deleted == 1
+
+
+def test_an_import_of_what_no_array_here_is_refuses_and_still_deletes_once() -> None:
+    capsule = xp.ones(2).__dlpack__(max_version=(1, 0))
+    address, m = _open(capsule)
+    record = I.LIVE[address]
+    m.dl_tensor.dtype.lanes = 2
+    with pytest.raises(BufferError, match=r"xp\.from_dlpack: a _Producer on DLPack device \(1, 0\) of type "
+                                          r"\(code 2, 64 bits, 2 lanes\) is not host memory"):
+        xp.from_dlpack(_Producer(capsule, (1, 0)))
+    gc.collect()
+    assert record.deleted == 1
+
+
+def test_a_misaligned_import_is_a_copy_unless_copy_is_false() -> None:
+    a = np.zeros(17, np.uint8)[1:].view(np.float64)  # 8-byte elements one byte off
+    a[:] = [1.5, 2.5]
+    x = xp.from_dlpack(a)
+    a[0] = 7.0
+    assert x.to_numpy().tolist() == [1.5, 2.5]
+    with pytest.raises(BufferError, match="not aligned cannot be shared without a copy"):
+        xp.from_dlpack(a, copy=False)
+
+
 def test_read_only_memory_says_so_and_a_legacy_capsule_refuses_it() -> None:
     a = np.arange(4.0)
     a.flags.writeable = False
@@ -207,8 +247,11 @@ def test_torch_shares_host_memory_both_ways() -> None:
     assert float(x[1, 0]) == -1.0 and t.stride() == (4, 1)
     b = torch.from_dlpack(xp.astype(xp.asarray([1.5, -2.25]), D.bfloat16))
     assert b.dtype == torch.bfloat16 and b.tolist() == [1.5, -2.25]
-    with pytest.raises(BufferError, match=r"xp\.from_dlpack: a Tensor could not be imported \(Unsupported"):
-        xp.from_dlpack(b)  # NumPy, which carries host imports, has no bfloat16
+    back = xp.from_dlpack(b)  # our own import: NumPy has no bfloat16
+    b[0] = 4.0
+    assert back.dtype is D.bfloat16 and back.to_numpy().tolist() == [4.0, -2.25]
+    u = torch.arange(6, dtype=torch.float32).reshape(2, 3).T
+    assert xp.from_dlpack(u).to_numpy().tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
 
 
 def test_the_emulated_device_exports_cpu_memory_at_its_own_address(emu: Rig) -> None:
