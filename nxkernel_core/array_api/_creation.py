@@ -145,7 +145,7 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
             if not lo <= obj <= hi:
                 raise OverflowError(f"{fn}: {obj} is out of range for {sdt.name}")
         return _core_asarray(np.asarray(obj), sdt, target)
-    if _is_cuda(obj):
+    if _is_cuda(obj) or (not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack__")):
         out = from_dlpack(obj, device=dev, copy=copy)
         if dt is not None and dt is not out.dtype:
             if copy is False:

@@ -250,6 +250,7 @@ def test_torch_shares_host_memory_both_ways() -> None:
     back = xp.from_dlpack(b)  # our own import: NumPy has no bfloat16
     b[0] = 4.0
     assert back.dtype is D.bfloat16 and back.to_numpy().tolist() == [4.0, -2.25]
+    assert xp.asarray(b).dtype is D.bfloat16  # asarray takes DLPack producers the same way
     u = torch.arange(6, dtype=torch.float32).reshape(2, 3).T
     assert xp.from_dlpack(u).to_numpy().tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
 
