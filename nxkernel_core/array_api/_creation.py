@@ -145,14 +145,15 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
             if not lo <= obj <= hi:
                 raise OverflowError(f"{fn}: {obj} is out of range for {sdt.name}")
         return _core_asarray(np.asarray(obj), sdt, target)
-    if _is_cuda(obj) or (not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack__")):
-        out = from_dlpack(obj, device=dev, copy=copy)
+    if hasattr(obj, "__cuda_array_interface__") or (
+            not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack__")):
+        out = from_dlpack(obj, device=dev, copy=copy)  # PyTorch, CuPy, ...
         if dt is not None and dt is not out.dtype:
             if copy is False:
                 raise ValueError(f"{fn}: converting {out.dtype.name} to {dt.name} needs a copy")
             return B.cast(fn, out, dt)
         return out
-    if isinstance(obj, np.ndarray) or hasattr(obj, "__dlpack__") or hasattr(obj, "__array__"):
+    if isinstance(obj, np.ndarray) or hasattr(obj, "__array__"):
         arr = np.asarray(obj)
         src = D.of_numpy(arr.dtype)
         if copy is not True and (dt is None or dt is src) and target.name == "host":
@@ -224,14 +225,6 @@ def _adopt_cuda(fn: str, x: Any, where: tuple[int, int] | None) -> Array:
     if ic is None:
         raise BufferError(f"{fn}: {name} has no interchange for a {type(x).__name__}")
     return ic.adopt(fn, x, dev if where is not None else None)
-
-
-def _is_cuda(obj: object) -> bool:
-    """Whether ``obj`` is a producer of CUDA memory (``from_dlpack`` takes it)."""
-    if hasattr(obj, "__cuda_array_interface__"):
-        return True
-    where = getattr(obj, "__dlpack_device__", None)
-    return where is not None and not isinstance(obj, np.ndarray) and where()[0] == I.DL_CUDA
 
 
 def empty(shape: int | Sequence[int], *, dtype: Any = None, device: Any = None) -> Array:
