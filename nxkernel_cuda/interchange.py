@@ -41,6 +41,7 @@ from nxkernel_core.layout import Layout
 from nxkernel_core.rig import Access, Buffer, Memory, Rig
 
 from .device import CudaDevice, CudaRig
+from .runtime import guard
 
 __all__ = ["INTERCHANGE", "cuda_interface", "interface_layout"]
 
@@ -82,9 +83,7 @@ def _wait(fn: str, dev: CudaDevice, stream: object) -> None:
                           "or -1 for none; 0 is ambiguous)")
     import cupy
 
-    from . import gpu
-
-    with gpu.guard(dev), cupy.cuda.Device(dev.index):
+    with guard(dev), cupy.cuda.Device(dev.index):
         event = cupy.cuda.Event(disable_timing=True)
         event.record(dev.stream)
         cupy.cuda.ExternalStream(stream).wait_event(event)
@@ -130,11 +129,9 @@ def _adopt_interface(fn: str, cai: dict[str, Any], owner: object, dev: CudaDevic
     memory (a ``cupy.cuda.UnownedMemory``) holds ``owner`` until it is freed."""
     import cupy
 
-    from . import gpu
-
     dt, layout, base, nbytes = interface_layout(fn, cai, type(owner).__name__)
     stream = cai.get("stream") if int(cai.get("version", 0)) >= 3 else None
-    with gpu.guard(dev), cupy.cuda.Device(dev.index):
+    with guard(dev), cupy.cuda.Device(dev.index):
         if stream is not None and int(stream) != int(dev.stream.ptr):
             event = cupy.cuda.Event(disable_timing=True)
             event.record(cupy.cuda.ExternalStream(int(stream)))
@@ -176,12 +173,10 @@ class _Interchange:
     def adopt(self, fn: str, x: object, dev: Rig | None) -> Array:
         import cupy
 
-        from . import gpu
-
         if dev is not None:
             if not isinstance(dev, CudaDevice):
                 raise BufferError(f"{fn}: {dev.name} holds no CUDA memory")
-            with gpu.guard(dev), cupy.cuda.Device(dev.index), dev.stream:
+            with guard(dev), cupy.cuda.Device(dev.index), dev.stream:
                 theirs = cupy.from_dlpack(x)  # CuPy passes our stream: the producer's work first
                 cai = theirs.__cuda_array_interface__
             return _adopt_interface(fn, cai, theirs, dev)
@@ -199,14 +194,12 @@ class _Interchange:
             return None
         import cupy
 
-        from . import gpu
-
         out = Array.empty(x.dtype, x.shape, dev)
         item = x.dtype.itemsize
-        with gpu.guard(src), cupy.cuda.Device(src.index):
+        with guard(src), cupy.cuda.Device(src.index):
             event = cupy.cuda.Event(disable_timing=True)
             event.record(src.stream)
-        with gpu.guard(dev), cupy.cuda.Device(dev.index):
+        with guard(dev), cupy.cuda.Device(dev.index):
             dev.stream.wait_event(event)
             target = cast(Any, out.buffer.memory.handle) + out.buffer.offset
             source = cast(Any, x.buffer.memory.handle) + x.buffer.offset + x.layout.offset * item
