@@ -48,12 +48,9 @@ import numpy.typing as npt
 from numba import njit
 
 from nxkernel_core import dtype as D
-from nxkernel_core import fits, masks
-from nxkernel_core.answer import Answer
+from nxkernel_core import masks
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
-from nxkernel_core.kernel import Call, KernelStatement
 from nxkernel_core.prog import Const, Convert, Coord, In, Op1, Op2, Prog
 from nxkernel_core.spec import Attention, Paged
 
@@ -741,38 +738,29 @@ def _balanced(costs: Sequence[int], parts: int) -> list[tuple[int, int]]:
     return [(a, z) for a, z in itertools.pairwise(bounds) if z > a]
 
 
-def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """o and lse of every query row (the contract's "Attention"; module doc).
+def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """o and lse of every query row (the contract's "Attention"; module doc),
+    for a call that fits, the door passed."""
+    o_dst = dsts[0]
+    packed = views.target(o_dst)
+    o_target = np.empty(o_dst.shape, o_dst.dtype.numpy_dtype) if packed is None else packed
+    plan = _plan(spec, dsts, operands, o_target)
+    units = _units(plan)
+    pairs = math.prod((*plan.lead, plan.hq, plan.tq, max(plan.tk, 1)))
+    parts = lanes.workers() if pairs >= MIN_PARALLEL_PAIRS else 1
+    ranges = _balanced([u[5] for u in units], parts)
 
-    A call that does not fit answers its refusal before any claim or write.
-    """
-    refusal = fits.attention_misfit(spec, dsts, operands)
-    if refusal is not None:
-        return refusal
-    with door(dsts, operands, need_host=True) as claimed:
-        if claimed is not None:
-            return claimed
-        o_dst = dsts[0]
-        packed = views.target(o_dst)
-        o_target = np.empty(o_dst.shape, o_dst.dtype.numpy_dtype) if packed is None else packed
-        plan = _plan(spec, dsts, operands, o_target)
-        units = _units(plan)
-        pairs = math.prod((*plan.lead, plan.hq, plan.tq, max(plan.tk, 1)))
-        parts = lanes.workers() if pairs >= MIN_PARALLEL_PAIRS else 1
-        ranges = _balanced([u[5] for u in units], parts)
+    def job(a: int, z: int) -> Callable[[], None]:
+        def run() -> None:
+            sc = _Scratch(plan)
+            with np.errstate(all="ignore"):
+                for b, h, r0, r1, rows, _ in units[a:z]:
+                    _unit(plan, sc, b, h, r0, r1, rows)
+        return run
 
-        def job(a: int, z: int) -> Callable[[], None]:
-            def run() -> None:
-                sc = _Scratch(plan)
-                with np.errstate(all="ignore"):
-                    for b, h, r0, r1, rows, _ in units[a:z]:
-                        _unit(plan, sc, b, h, r0, r1, rows)
-            return run
-
-        lanes.parallel([job(a, z) for a, z in ranges] or [lambda: None])
-        if packed is None:
-            views.store(o_dst, o_target)
-    return Answer.DONE
+    lanes.parallel([job(a, z) for a, z in ranges] or [lambda: None])
+    if packed is None:
+        views.store(o_dst, o_target)
 
 
 # --------------------------------------------------------------------------
@@ -780,12 +768,7 @@ def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array])
 # --------------------------------------------------------------------------
 
 
-def _declines(call: Call) -> str | None:
-    """The host library computes every attention call."""
-    return None
-
-
-STATEMENT: Final = KernelStatement(
+PROSE: Final = (
     "every case: Dense keys and values or Paged pools through a table (entries outside "
     "[0, pages) hidden and never read), hk dividing hq (grouped and multi-query heads), "
     "lengths per lead index (keys past the length never read), any program over the pair "
@@ -793,8 +776,7 @@ STATEMENT: Final = KernelStatement(
     "float dtype (narrower ones widened exactly to the accumulator; a float64 q, k or v with "
     "a float32 accumulator computes its q·k or o's sum in float64, then rounds into the "
     "accumulator or into o), o in the values' dtype rounded once, lse in the accumulator. "
-    "Declines nothing.",
-    _declines,
+    "Declines nothing."
 )
 
 ASSOCIATION: Final = {
@@ -848,8 +830,7 @@ ALGORITHMS: Final = {
 }
 
 FAMILY: Final = Family(
-    kernels={"attention": attention},
-    statements={"attention": STATEMENT},
+    prose={"attention": PROSE},
     association=ASSOCIATION,
     algorithms=ALGORITHMS,
 )

@@ -29,13 +29,9 @@ import numpy as np
 import numpy.typing as npt
 
 from nxkernel_core import dtype as D
-from nxkernel_core import fits
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype, Kind
-from nxkernel_core.kernel import Call, KernelStatement
 from nxkernel_core.layout import Range
 from nxkernel_core.prog import element
 
@@ -542,53 +538,34 @@ def _numbering_loop(keys1: NDArray, keys2: NDArray, x1: NDArray, x2: NDArray, ri
 # --------------------------------------------------------------------------
 
 
-def _computes_all(call: Call) -> str | None:
-    """The moves decline no case."""
-    return None
-
-
 # --------------------------------------------------------------------------
 # Gathers
 # --------------------------------------------------------------------------
 
 
-def gather(spec: S.Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def gather(spec: S.Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """``dst[i] = x[i with index[i] along axis]``; a position outside [0, d) reads
     zero bits. Operands: index (int64), x."""
-    misfit = fits.move_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
     (dst,), (index, x) = dsts, operands
     axis = spec.axis
-    with door(dsts, operands, need_host=True) as refusal:
-        if refusal is not None:
-            return refusal
-        idx = _split(read(index), axis)
-        with _written(dst) as outs:
-            for out, src in zip(outs, _bits(read(x)), strict=True):
-                _gather_loop(_split(src, axis), idx, _split_out(out, axis))
-    return Answer.DONE
+    idx = _split(read(index), axis)
+    with _written(dst) as outs:
+        for out, src in zip(outs, _bits(read(x)), strict=True):
+            _gather_loop(_split(src, axis), idx, _split_out(out, axis))
 
 
-def range_gather(spec: S.RangeGather, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def range_gather(spec: S.RangeGather, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """``dst[…, i, j, …] = x[…, starts[…, i, …] + j, …]`` with j in [0, run) on the
     axis inserted after ``axis``; a position outside [0, d) reads zero bits.
     Operands: starts (int64), x."""
-    misfit = fits.move_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
     (dst,), (starts, x) = dsts, operands
     axis = spec.axis
-    with door(dsts, operands, need_host=True) as refusal:
-        if refusal is not None:
-            return refusal
-        st = _split(read(starts), axis)
-        outer, n, inner = st.shape
-        with _written(dst) as outs:
-            for out, src in zip(outs, _bits(read(x)), strict=True):
-                dst4 = np.reshape(out, (outer, n, spec.run, inner), copy=False)
-                _range_gather_loop(_split(src, axis), st, dst4)
-    return Answer.DONE
+    st = _split(read(starts), axis)
+    outer, n, inner = st.shape
+    with _written(dst) as outs:
+        for out, src in zip(outs, _bits(read(x)), strict=True):
+            dst4 = np.reshape(out, (outer, n, spec.run, inner), copy=False)
+            _range_gather_loop(_split(src, axis), st, dst4)
 
 
 # --------------------------------------------------------------------------
@@ -596,7 +573,7 @@ def range_gather(spec: S.RangeGather, dsts: Sequence[Array], operands: Sequence[
 # --------------------------------------------------------------------------
 
 
-def scatter(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def scatter(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """``dst`` is ``into`` with each update combined, in C order of the updates, at
     the position ``index`` holds along ``axis``; an update outside [0, d) is
     dropped and an element no update reaches keeps into's bits.
@@ -609,32 +586,25 @@ def scatter(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -
     duplicates still combine in C order. Operands: into, index (int64), updates;
     into may be identical to dst.
     """
-    misfit = fits.move_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
     (dst,), (into, index, updates) = dsts, operands
     dt = dst.dtype
-    with door(dsts, operands, need_host=True) as refusal:
-        if refusal is not None:
-            return refusal
-        idx = _split(read(index), spec.axis)
-        if spec.combine is S.Combine.ADD and dt.kind is Kind.FLOAT and dt.bits < 32:
-            _scatter_add_narrow(spec.axis, dst, into, idx, updates)
-            return Answer.DONE
-        with _written(dst) as outs:
-            # Fast path: an into identical to a byte-wide dst already holds its
-            # bits, which saves a pass (a sub-byte dst's codes are fresh).
-            if not (into.identical(dst) and not dt.is_sub_byte):
-                for out, src in zip(outs, _bits(read(into)), strict=True):
-                    out[...] = src
-            if spec.combine is S.Combine.SET:
-                for out, upd in zip(outs, _bits(read(updates)), strict=True):
-                    _scatter_set_loop(_split_out(out, spec.axis), idx, _split(upd, spec.axis))
-            elif spec.combine is S.Combine.ADD:
-                _scatter_add(spec.axis, dt, dst, outs, idx, updates)
-            else:
-                _scatter_extreme(spec, dt, outs, into, idx, updates)
-    return Answer.DONE
+    idx = _split(read(index), spec.axis)
+    if spec.combine is S.Combine.ADD and dt.kind is Kind.FLOAT and dt.bits < 32:
+        _scatter_add_narrow(spec.axis, dst, into, idx, updates)
+        return
+    with _written(dst) as outs:
+        # Fast path: an into identical to a byte-wide dst already holds its
+        # bits, which saves a pass (a sub-byte dst's codes are fresh).
+        if not (into.identical(dst) and not dt.is_sub_byte):
+            for out, src in zip(outs, _bits(read(into)), strict=True):
+                out[...] = src
+        if spec.combine is S.Combine.SET:
+            for out, upd in zip(outs, _bits(read(updates)), strict=True):
+                _scatter_set_loop(_split_out(out, spec.axis), idx, _split(upd, spec.axis))
+        elif spec.combine is S.Combine.ADD:
+            _scatter_add(spec.axis, dt, dst, outs, idx, updates)
+        else:
+            _scatter_extreme(spec, dt, outs, into, idx, updates)
 
 
 def _scatter_add(axis: int, dt: Dtype, dst: Array, outs: list[NDArray], idx: NDArray,
@@ -763,47 +733,40 @@ def _stable_order(keys: list[NDArray], k: int) -> NDArray:
     return order[:, :k]
 
 
-def sort(spec: S.Sort, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def sort(spec: S.Sort, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """A stable sort along ``axis`` in the total order −inf < … < −0 < +0 < … <
     +inf < NaN (all NaNs equal; complex by real, then imaginary part, a NaN part
     a NaN; integers by value; false < true). ``descending`` reverses the order,
     equal elements keeping increasing positions; ``k`` keeps the first k.
     Destinations: values (x's bits) and positions (int64). Operand: x."""
-    misfit = fits.move_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
     (values, positions), (x,) = dsts, operands
     axis = spec.axis
     n = x.shape[axis]
     k = n if spec.k is None else spec.k
     lead = x.shape[:axis] + x.shape[axis + 1:]
     rows = math.prod(lead)
-    with door(dsts, operands, need_host=True) as refusal:
-        if refusal is not None:
-            return refusal
-        v = read(x)
-        keys = [np.moveaxis(key, axis, -1).reshape(rows, n) for key in _keys(x.dtype, v)]
-        if x.dtype is D.complex64:
-            # One 64-bit key sorts in one pass: real key high, imaginary low.
-            re, im = keys
-            keys = [(re.astype(np.uint64) << np.uint64(32)) | im.astype(np.uint64)]
-        if spec.descending:
-            # Complemented keys reverse the order, and a stable sort of them keeps
-            # equal elements in increasing position.
-            keys = [~key for key in keys]
-        order = _stable_order(keys, k)
+    v = read(x)
+    keys = [np.moveaxis(key, axis, -1).reshape(rows, n) for key in _keys(x.dtype, v)]
+    if x.dtype is D.complex64:
+        # One 64-bit key sorts in one pass: real key high, imaginary low.
+        re, im = keys
+        keys = [(re.astype(np.uint64) << np.uint64(32)) | im.astype(np.uint64)]
+    if spec.descending:
+        # Complemented keys reverse the order, and a stable sort of them keeps
+        # equal elements in increasing position.
+        keys = [~key for key in keys]
+    order = _stable_order(keys, k)
 
-        def back(a: NDArray) -> NDArray:
-            return np.moveaxis(a.reshape(*lead, k), -1, axis)
+    def back(a: NDArray) -> NDArray:
+        return np.moveaxis(a.reshape(*lead, k), -1, axis)
 
-        pos = target(positions)
-        assert pos is not None
-        pos[...] = back(order)
-        with _written(values) as outs:
-            for out, src in zip(outs, _bits(v), strict=True):
-                rows_src = np.moveaxis(src, axis, -1).reshape(rows, n)
-                out[...] = back(_take_rows(rows_src, order))
-    return Answer.DONE
+    pos = target(positions)
+    assert pos is not None
+    pos[...] = back(order)
+    with _written(values) as outs:
+        for out, src in zip(outs, _bits(v), strict=True):
+            rows_src = np.moveaxis(src, axis, -1).reshape(rows, n)
+            out[...] = back(_take_rows(rows_src, order))
 
 
 # --------------------------------------------------------------------------
@@ -811,27 +774,20 @@ def sort(spec: S.Sort, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
 # --------------------------------------------------------------------------
 
 
-def numbering(spec: S.Numbering, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def numbering(spec: S.Numbering, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """For each element of x ``[b…; n]``, the number of keys ``[b…; m]`` of its
     batch row below it (LEFT) or not above it (RIGHT) in sort's total order (−0
     below +0, NaN above all, NaNs equal), by binary search: the keys are
     promised ascending in that order. Destination: int64."""
-    misfit = fits.move_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
     (dst,), (keys, x) = dsts, operands
     last = x.rank - 1
-    with door(dsts, operands, need_host=True) as refusal:
-        if refusal is not None:
-            return refusal
-        k1, k2 = _key_pair(keys.dtype, read(keys), last)
-        x1, x2 = _key_pair(x.dtype, read(x), last)
-        view = target(dst)
-        assert view is not None
-        with _c_ordered(view) as out:
-            _numbering_loop(k1[..., 0], k2[..., 0], x1[..., 0], x2[..., 0],
-                            spec.side is S.Side.RIGHT, _split_out(out, last)[..., 0])
-    return Answer.DONE
+    k1, k2 = _key_pair(keys.dtype, read(keys), last)
+    x1, x2 = _key_pair(x.dtype, read(x), last)
+    view = target(dst)
+    assert view is not None
+    with _c_ordered(view) as out:
+        _numbering_loop(k1[..., 0], k2[..., 0], x1[..., 0], x2[..., 0],
+                        spec.side is S.Side.RIGHT, _split_out(out, last)[..., 0])
 
 
 # --------------------------------------------------------------------------
@@ -854,38 +810,31 @@ def _is_whole(region: tuple[Range, ...], shape: tuple[int, ...]) -> bool:
     return all(r.count == d for r, d in zip(region, shape, strict=True))
 
 
-def assemble(spec: S.Assemble, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def assemble(spec: S.Assemble, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """``dst`` of ``shape`` holds, at each index, the bits of the last piece whose
     region holds it, and the fill's bits where none does. Operands: one piece
     per region; the first may be identical to dst where its region is the
     whole result."""
-    misfit = fits.move_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
     (dst,) = dsts
     whole = [i for i, region in enumerate(spec.regions) if _is_whole(region, spec.shape)]
     # Pieces before the last whole one are overwritten everywhere, and so is the fill.
     first = whole[-1] if whole else 0
-    with door(dsts, operands, need_host=True) as refusal:
-        if refusal is not None:
-            return refusal
-        with _written(dst) as outs:
-            if not whole:
-                fill = _bits(np.asarray(element(dst.dtype, spec.fill)))
-                for out, bits in zip(outs, fill, strict=True):
-                    out[...] = bits
-            for piece, region in zip(operands[first:], spec.regions[first:], strict=True):
-                if piece.numel == 0:
-                    continue
-                # Fast path: a byte-wide piece identical to dst over the whole
-                # result in order already holds its bits.
-                if (piece.identical(dst) and not dst.dtype.is_sub_byte
-                        and all(r.start == 0 and r.step == 1 for r in region)):
-                    continue
-                sl = _slices(region)
-                for out, src in zip(outs, _bits(read(piece)), strict=True):
-                    out[sl] = src
-    return Answer.DONE
+    with _written(dst) as outs:
+        if not whole:
+            fill = _bits(np.asarray(element(dst.dtype, spec.fill)))
+            for out, bits in zip(outs, fill, strict=True):
+                out[...] = bits
+        for piece, region in zip(operands[first:], spec.regions[first:], strict=True):
+            if piece.numel == 0:
+                continue
+            # Fast path: a byte-wide piece identical to dst over the whole
+            # result in order already holds its bits.
+            if (piece.identical(dst) and not dst.dtype.is_sub_byte
+                    and all(r.start == 0 and r.step == 1 for r in region)):
+                continue
+            sl = _slices(region)
+            for out, src in zip(outs, _bits(read(piece)), strict=True):
+                out[sl] = src
 
 
 # --------------------------------------------------------------------------
@@ -911,15 +860,7 @@ _PROSE: Final = {
 }
 
 FAMILY: Final = Family(
-    kernels={
-        "gather": gather,
-        "range_gather": range_gather,
-        "scatter": scatter,
-        "sort": sort,
-        "numbering": numbering,
-        "assemble": assemble,
-    },
-    statements={name: KernelStatement(prose, _computes_all) for name, prose in _PROSE.items()},
+    prose=_PROSE,
     association={
         "scatter Add": "each position's updates chained left to right in C order of the "
                        "updates, from +0 + into's element: float32 for floats narrower than "

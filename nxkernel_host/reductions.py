@@ -32,11 +32,8 @@ import numpy.typing as npt
 from nxkernel_core import dtype as D
 from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
-from nxkernel_core.kernel import Call, KernelStatement
 from nxkernel_core.layout import Layout
 from nxkernel_core.prog import Convert, In, Op1, Prog
 
@@ -524,49 +521,12 @@ def _reduce_rows(red: S.Reduction, term: Dtype, dt: Dtype, terms: _Terms) -> lis
 # ---------------------------------------------------------------------------
 
 
-def _reduce_misfit(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]
-                   ) -> Answer | None:
-    """The refusal for a call that does not fit, checked before any work."""
-    return _reduce_misfit_of(spec, tuple((d.dtype, d.shape) for d in dsts),
-                             tuple((a.dtype, a.shape) for a in operands))
-
-
-@functools.lru_cache(maxsize=256)
-def _reduce_misfit_of(spec: S.Reduce, dsts: tuple[tuple[Dtype, tuple[int, ...]], ...],
-                      operands: tuple[tuple[Dtype, tuple[int, ...]], ...]) -> Answer | None:
-    # Cached on the dtypes and shapes it reads: a repeated call skips the
-    # refusal rules and Shape (most of a small call's time).
-    if len(operands) != len(spec.loads) or len(dsts) != spec.n_results() or not operands:
-        return Answer.BAD_ARITY
-    first = spec.loads[0]
-    rank = first.pad.loaded_rank if isinstance(first, S.Padded) else len(operands[0][1])
-    found = SH.reduce_refusal(spec.prog, rank, spec.reductions, [d for d, _ in dsts],
-                              [a for a, _ in operands], spec.loads)
-    if found is not None:
-        return found[0]
-    want = SH.reduce(spec, [s for _, s in operands])
-    if isinstance(want, SH.Error) or any(d[1] != w for d, w in zip(dsts, want, strict=True)):
-        return Answer.SHAPE_MISMATCH
-    return None
-
-
-def reduce(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """``S.reduce``: each reduction of ``spec.reductions`` over ``spec.axes`` of
-    its program output, into the destinations in order."""
-    misfit = _reduce_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    with door(dsts, operands, need_host=True) as refusal:
-        if refusal is not None:
-            return refusal
-        _reduce_into(spec, dsts, operands)
-    return Answer.DONE
-
-
-def _reduce_into(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
-    """``reduce``'s body, for a call that fits, the door passed."""
+def reduce(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``S.reduce`` of a call that fits, the door passed: each reduction of
+    ``spec.reductions`` over ``spec.axes`` of its program output, into the
+    destinations in order."""
     loop = _loop(spec.loads, operands)
-    assert loop is not None  # the fit check read the shapes
+    assert loop is not None  # the call fits
     outs = _Outputs(spec.prog, spec.loads, operands, loop)
     results: list[Arr] = []
     for red, k, dt in spec.reductions:
@@ -578,16 +538,13 @@ def _reduce_into(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array
 
 def prepare_reduce(spec: S.Reduce, dsts: tuple[tuple[Dtype, Layout], ...],
                    operands: tuple[tuple[Dtype, Layout], ...]) -> Hook | None:
-    """``reduce`` prepared for one signature (the caller's warm path): the
-    fit checked once."""
-    if _reduce_misfit_of(spec, tuple([(dt, lay.shape) for dt, lay in dsts]),
-                         tuple([(dt, lay.shape) for dt, lay in operands])) is not None:
-        return None
+    """``reduce`` prepared for one signature of a call that fits (the
+    caller's warm path)."""
     (x_dt, x_layout), *rest = operands
     if (rest or not isinstance(spec.loads[0], S.Plain) or x_dt.is_sub_byte
             or not x_layout.is_contiguous() or x_layout.numel == 0
             or any(_copied_input(spec.prog, k) != 0 for _, k, _ in spec.reductions)):
-        return _reduce_into
+        return reduce
     # One contiguous Plain operand whose every reduced output is the operand
     # itself (nx.sum, nx.max, ...): its view read straight, as _Outputs.get
     # would give it, without _Outputs' and the loop's steps.
@@ -753,76 +710,40 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
 # ---------------------------------------------------------------------------
 
 
-def _scan_misfit(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]
-                 ) -> Answer | None:
-    """The refusal for a call that does not fit, checked before any work."""
-    return _scan_misfit_of(spec, tuple((d.dtype, d.shape) for d in dsts),
-                           tuple((a.dtype, a.shape) for a in operands))
-
-
-@functools.lru_cache(maxsize=256)
-def _scan_misfit_of(spec: S.Scan, dsts: tuple[tuple[Dtype, tuple[int, ...]], ...],
-                    operands: tuple[tuple[Dtype, tuple[int, ...]], ...]) -> Answer | None:
-    # Cached on the dtypes and shapes it reads, as _reduce_misfit_of is.
-    if (len(operands) != spec.n_operands() or len(dsts) != spec.n_results()
-            or len(operands) == spec.carry):
-        return Answer.BAD_ARITY
+def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``S.scan`` of a call that fits, the door passed: the inclusive scan of
+    ``spec.output`` along ``spec.axis`` (from its end where ``reverse``), after
+    the carry where given."""
     loads_ops = operands[spec.carry:]
-    first = spec.loads[0]
-    rank = first.pad.loaded_rank if isinstance(first, S.Padded) else len(loads_ops[0][1])
-    found = SH.scan_refusal(spec.prog, rank, spec.reduction, spec.output,
-                            [d for d, _ in dsts], operands[0][0] if spec.carry else None,
-                            [a for a, _ in loads_ops], spec.loads)
-    if found is not None:
-        return found[0]
-    if dsts[0][0] is not spec.dtype:
-        return Answer.WRONG_DTYPE
-    want = SH.scan(spec, [s for _, s in operands])
-    if isinstance(want, SH.Error) or any(d[1] != w for d, w in zip(dsts, want, strict=True)):
-        return Answer.SHAPE_MISMATCH
-    return None
-
-
-def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """``S.scan``: the inclusive scan of ``spec.output`` along ``spec.axis``
-    (from its end where ``reverse``), after the carry where given."""
-    misfit = _scan_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    with door(dsts, operands, need_host=True) as refusal:
-        if refusal is not None:
-            return refusal
-        loads_ops = operands[spec.carry:]
-        loop = _loop(spec.loads, loads_ops)
-        assert loop is not None  # _scan_misfit checked the shapes
-        term = spec.prog.out_dtypes[spec.output]
-        y = _last(_Outputs(spec.prog, spec.loads, loads_ops, loop).get(spec.output), spec.axis)
-        lead = y.shape[:-1]
-        rows = y.reshape(math.prod(lead), loop[spec.axis])
-        carry = None
-        if spec.carry:
-            c = views.read(operands[0])
-            carry = c.reshape(rows.shape[0], 3) if isinstance(spec.reduction, S.Moments) \
-                else c.reshape(rows.shape[0])
+    loop = _loop(spec.loads, loads_ops)
+    assert loop is not None  # the call fits
+    term = spec.prog.out_dtypes[spec.output]
+    y = _last(_Outputs(spec.prog, spec.loads, loads_ops, loop).get(spec.output), spec.axis)
+    lead = y.shape[:-1]
+    rows = y.reshape(math.prod(lead), loop[spec.axis])
+    carry = None
+    if spec.carry:
+        c = views.read(operands[0])
+        carry = c.reshape(rows.shape[0], 3) if isinstance(spec.reduction, S.Moments) \
+            else c.reshape(rows.shape[0])
+    if spec.reverse:
+        rows = rows[:, ::-1]
+    first = views.target(dsts[0])
+    # The first destination itself, as rows, where the scanned axis is
+    # its last and the scan runs forward: a float scan writes there.
+    direct = (first.reshape(rows.shape) if first is not None and not spec.reverse
+              and spec.axis == len(loop) - 1 else None)
+    results = _scan_rows(spec.reduction, term, spec.dtype, rows, carry, direct)
+    if _network_scan(spec.reduction, term):
+        for v in results:
+            _canonical_nans(v)
+    for dst, v in zip(dsts, results, strict=True):
+        if direct is not None and v is direct:
+            continue
         if spec.reverse:
-            rows = rows[:, ::-1]
-        first = views.target(dsts[0])
-        # The first destination itself, as rows, where the scanned axis is
-        # its last and the scan runs forward: a float scan writes there.
-        direct = (first.reshape(rows.shape) if first is not None and not spec.reverse
-                  and spec.axis == len(loop) - 1 else None)
-        results = _scan_rows(spec.reduction, term, spec.dtype, rows, carry, direct)
-        if _network_scan(spec.reduction, term):
-            for v in results:
-                _canonical_nans(v)
-        for dst, v in zip(dsts, results, strict=True):
-            if direct is not None and v is direct:
-                continue
-            if spec.reverse:
-                v = v[:, ::-1]
-            v = v.reshape(*lead, v.shape[1])
-            views.store(dst, v if spec.axis == v.ndim - 1 else np.moveaxis(v, -1, spec.axis))
-    return Answer.DONE
+            v = v[:, ::-1]
+        v = v.reshape(*lead, v.shape[1])
+        views.store(dst, v if spec.axis == v.ndim - 1 else np.moveaxis(v, -1, spec.axis))
 
 
 def _last(y: Arr, axis: int) -> Arr:
@@ -854,24 +775,13 @@ def _taps(d: int, lo: int, interior: int, count: int, step: int, tap: int,
     return (slice(int(p[0]), int(p[-1]) + 1, ps), slice(int(w[0]), int(w[-1]) + 1, ws))
 
 
-def fold(spec: S.Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """``S.fold``: each element of dst is +0 plus every element of x the padded
-    load by ``spec.pad`` reads from it, added in C order of the taps, in the
-    dtype Add computes in (float32 for the narrow floats), rounded once."""
-    if len(operands) != 1 or len(dsts) != 1:
-        return Answer.BAD_ARITY
+def fold(spec: S.Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``S.fold`` of a call that fits, the door passed: each element of dst is
+    +0 plus every element of x the padded load by ``spec.pad`` reads from it,
+    added in C order of the taps, in the dtype Add computes in (float32 for
+    the narrow floats), rounded once."""
     (x,), (dst,) = operands, dsts
-    misfit = SH.fold_refusal(x.dtype, dst.dtype)  # bool and bit too: Add takes neither
-    if misfit is not None:
-        return misfit[0]
-    want = SH.fold(spec, [x.shape])
-    if isinstance(want, SH.Error) or dst.shape != want[0]:
-        return Answer.SHAPE_MISMATCH
-    with door(dsts, operands, need_host=True) as refusal:
-        if refusal is not None:
-            return refusal
-        views.store(dst, _fold_values(spec, x.dtype, views.read(x)))
-    return Answer.DONE
+    views.store(dst, _fold_values(spec, x.dtype, views.read(x)))
 
 
 def _fold_values(spec: S.Fold, dt: Dtype, xv: Arr) -> Arr:
@@ -934,11 +844,6 @@ _FOLD_PROSE: Final = (
     "load reads from it, added in C order of the taps, narrow floats in float32 and rounded "
     "once, integers wrapping. Declines nothing; bool and bit, which Add does not take, do not "
     "fit (WRONG_DTYPE, shape.fold_refusal).")
-
-
-def _declines_nothing(call: Call) -> str | None:
-    """Host reductions and scans compute every call that fits."""
-    return None
 
 
 #: The order and grouping of each float sum, product and scan.
@@ -1014,13 +919,8 @@ ALGORITHMS: Final = {
 
 #: The ``reductions`` family: reduce, scan and fold.
 FAMILY: Final = Family(
-    kernels={"reduce": reduce, "scan": scan, "fold": fold},
+    prose={"reduce": _REDUCE_PROSE, "scan": _SCAN_PROSE, "fold": _FOLD_PROSE},
     prepared={"reduce": prepare_reduce},
-    statements={
-        "reduce": KernelStatement(_REDUCE_PROSE, _declines_nothing),
-        "scan": KernelStatement(_SCAN_PROSE, _declines_nothing),
-        "fold": KernelStatement(_FOLD_PROSE, _declines_nothing),
-    },
     association=ASSOCIATION,
     algorithms=ALGORITHMS,
 )

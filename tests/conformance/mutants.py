@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import nxkernel_core.door as DOOR
+import nxkernel_core.library as LIB
 import nxkernel_host.attention as A
 import nxkernel_host.contraction as C
 import nxkernel_host.lanes as L
@@ -481,7 +482,7 @@ def _assemble_first_wins(mp: pytest.MonkeyPatch) -> None:
 def _contract_zeroes_before_decline(mp: pytest.MonkeyPatch) -> None:
     def contract(real: Callable[..., Answer], spec: S.Contract, dsts: Sequence[Array],
                  operands: Sequence[Array]) -> Answer:
-        misfit = C._misfit(spec, dsts, operands)
+        misfit = LIB.misfit("contract", spec, dsts, operands)
         if misfit is not None:
             return misfit
         with door(dsts, operands, need_host=True) as refusal:

@@ -33,7 +33,7 @@ from nxkernel_host.library import library
 
 NDArray = np.ndarray[Any, Any]
 LD = np.longdouble
-attention = FAMILY.kernels["attention"]
+attention = library.attention
 
 # --------------------------------------------------------------------------
 # Programs
@@ -640,7 +640,7 @@ def test_a_misfit_call_answers_a_refusal_and_writes_nothing() -> None:
 
 
 def test_the_statement() -> None:
-    st = FAMILY.statements["attention"]
+    st = library.statement.computes["attention"]
     q, k, v = (Array.from_numpy(data(s)) for s in [(1, 3, 4), (1, 5, 4), (1, 5, 2)])
     call = Call("attention", S.Attention(program(D.float32), (), 1.0, D.float32, S.Dense()),
                 (Array.empty(D.float32, (1, 3, 2)), Array.empty(D.float32, (1, 3))), (q, k, v))
