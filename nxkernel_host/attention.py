@@ -29,7 +29,7 @@ one pass over tiles of ``KEYS`` keys, so that memory stays O(tile) and no
   keep the contract's δ with the ε stated (``ALGORITHMS``).
 
 Work is cut into units of (lead index, query head, row tile), the tiles a
-function of the extents alone, and units run on the host threads (``lanes``);
+function of the extents alone, and units run on the host threads (``pool``);
 every unit does the same operations whatever thread runs it, and its products
 run on the library's own single-threaded OpenBLAS (``blas.gemm``), so the bits
 do not depend on the thread count.
@@ -54,7 +54,7 @@ from nxkernel_core.dtype import Dtype
 from nxkernel_core.prog import Const, Convert, Coord, In, Op1, Op2, Prog
 from nxkernel_core.spec import Attention, Paged
 
-from . import blas, lanes, program, views
+from . import blas, pool, program, views
 from .family import Family
 from .loads import load
 
@@ -747,7 +747,7 @@ def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array])
     plan = _plan(spec, dsts, operands, o_target)
     units = _units(plan)
     pairs = math.prod((*plan.lead, plan.hq, plan.tq, max(plan.tk, 1)))
-    parts = lanes.workers() if pairs >= MIN_PARALLEL_PAIRS else 1
+    parts = pool.count() if pairs >= MIN_PARALLEL_PAIRS else 1
     ranges = _balanced([u[5] for u in units], parts)
 
     def job(a: int, z: int) -> Callable[[], None]:
@@ -758,7 +758,7 @@ def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array])
                     _unit(plan, sc, b, h, r0, r1, rows)
         return run
 
-    lanes.parallel([job(a, z) for a, z in ranges] or [lambda: None])
+    pool.parallel([job(a, z) for a, z in ranges] or [lambda: None])
     if packed is None:
         views.store(o_dst, o_target)
 

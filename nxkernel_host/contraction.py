@@ -18,19 +18,16 @@ Determinism. OpenBLAS's bits depend on its thread count, so the library
 multiplies on its own OpenBLAS instance, which stays on one thread whatever
 the program does to its BLAS (``blas``). The parallelism is this module's
 own: each product is cut into fixed chunks of rows (a function of the
-extents alone) that a thread pool computes, each by one single-threaded gemm,
+extents alone) that the library's threads (``pool``) compute, each by one single-threaded gemm,
 so each element's order of summation is a function of the extents and the
 OpenBLAS core type.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import itertools
 import math
-import os
-import threading
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -44,7 +41,7 @@ from nxkernel_core.declines import contract_call_declines, contract_declines
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
 
-from . import blas
+from . import blas, pool
 from .family import Family
 from .views import read, store, target
 
@@ -56,22 +53,6 @@ NDArray = npt.NDArray[Any]
 CHUNK_ROWS: Final = 256
 #: Below this many multiply-adds a product's chunks run on the calling thread.
 _POOL_MIN_WORK: Final = 1 << 21
-
-_pool_lock = threading.Lock()
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-#: The pool's threads: the CPUs this process may run on.
-_WORKERS: Final = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-    os.cpu_count() or 1)
-
-
-def _threads() -> concurrent.futures.ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=_WORKERS,
-                                                          thread_name_prefix="nxkernel-host")
-        return _pool
-
 
 def _aligned(shape: Sequence[int], dtype: npt.DTypeLike) -> NDArray:
     """An uninitialised C-contiguous array whose data starts on a 64-byte line."""
@@ -86,8 +67,8 @@ def _products(jobs: Sequence[tuple[NDArray, NDArray, NDArray]]) -> None:
     """``out[...] = a @ b`` for each job of 2-D arrays (``a [R, K]`` and ``b [K, C]``
     C-contiguous, ``out [R, C]`` C-contiguous), float by the library's own
     single-threaded gemm, integer by NumPy's loop. Each job runs in chunks of
-    ``CHUNK_ROWS`` rows (nearly equal, a function of R alone), on the pool
-    when there is work."""
+    ``CHUNK_ROWS`` rows (nearly equal, a function of R alone), on the
+    library's threads (``pool``) when there is work."""
     chunks: list[tuple[NDArray, NDArray, NDArray]] = []
     work = 0
     for a, b, out in jobs:
@@ -112,11 +93,11 @@ def _products(jobs: Sequence[tuple[NDArray, NDArray, NDArray]]) -> None:
                 else:
                     np.matmul(a, b, out=out)
 
-    if len(chunks) > 1 and work >= _POOL_MIN_WORK:
-        # One task per worker, each a share of the chunks: which thread computes a
+    n = pool.count()
+    if len(chunks) > 1 and work >= _POOL_MIN_WORK and n > 1:
+        # One task per thread, each a share of the chunks: which thread computes a
         # chunk changes no bit of it, and few tasks keep the pool's overhead small.
-        shares = [chunks[i::_WORKERS] for i in range(min(_WORKERS, len(chunks)))]
-        list(_threads().map(some, shares))
+        pool.parallel([functools.partial(some, chunks[i::n]) for i in range(min(n, len(chunks)))])
     else:
         some(chunks)
 

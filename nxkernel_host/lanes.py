@@ -1,11 +1,11 @@
-"""Numba kernels of the host reductions and scans, and the threads that run them.
+"""Numba kernels of the host reductions and scans.
 
 Every kernel computes a function of its input alone, whatever the split of
 the work: a reduction's terms are cut into blocks of ``BLOCK`` terms whose
 values lane order fixes (design.md §6); a scan's states into blocks (of 16
 for real Sum and Prod, of ``SCAN_BLOCK`` for the other combinations) whose
-results the odd/even network fixes. The pool only decides which thread
-computes which block, so results are the same bits on any number of threads.
+results the odd/even network fixes. The pool (``pool``) only decides which
+thread computes which block, so results are the same bits on any number of threads.
 
 Kernels take C-contiguous arrays; none uses fastmath (it would reassociate)
 or calls a recursive helper (``cache=True`` breaks on recursion, numba #6061).
@@ -14,17 +14,15 @@ or calls a recursive helper (``cache=True`` breaks on recursion, numba #6061).
 from __future__ import annotations
 
 import functools
-import itertools
 import math
-import os
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 from numba import njit
+
+from . import pool
 
 __all__ = [
     "BLOCK",
@@ -34,18 +32,13 @@ __all__ = [
     "SCAN_BLOCK",
     "cprod_blocks",
     "network_scan",
-    "parallel",
-    "parts_for",
     "prod_blocks",
     "real_scan",
-    "set_workers",
-    "spans",
     "sqdev_blocks",
     "sum_blocks",
     "tree_add",
     "tree_cmul",
     "tree_mul",
-    "workers",
 ]
 
 Arr = npt.NDArray[Any]
@@ -54,88 +47,6 @@ Arr = npt.NDArray[Any]
 BLOCK: Final = 1024
 #: States per block of a network scan: a power of two, so blocks are subtrees.
 SCAN_BLOCK: Final = 4096
-#: Elements below which work stays on the calling thread: handing it to the
-#: pool costs more than it saves.
-MIN_PARALLEL: Final = 1 << 17
-
-# ---------------------------------------------------------------------------
-# Threads
-# ---------------------------------------------------------------------------
-
-_lock = threading.Lock()
-_workers: int = os.cpu_count() or 1
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-
-
-def workers() -> int:
-    """How many threads a kernel call may use (the calling one included)."""
-    return _workers
-
-
-def set_workers(n: int) -> int:
-    """Let kernel calls use ``n`` threads (at least 1); returns the previous count.
-    Results do not depend on it."""
-    global _workers
-    if n < 1:
-        raise ValueError(f"lanes.set_workers: n = {n} is below 1")
-    with _lock:
-        previous, _workers = _workers, n
-    return previous
-
-
-def _executor() -> ThreadPoolExecutor:
-    """The pool, grown to ``workers() - 1`` threads; a replaced pool finishes
-    the jobs it holds."""
-    global _pool, _pool_size
-    with _lock:
-        if _pool is None or _pool_size < _workers - 1:
-            if _pool is not None:
-                _pool.shutdown(wait=False)
-            _pool_size = max(1, _workers - 1)
-            _pool = ThreadPoolExecutor(_pool_size, thread_name_prefix="nxkernel-host")
-        return _pool
-
-
-def spans(total: int, parts: int) -> list[tuple[int, int]]:
-    """``[0, total)`` cut into at most ``parts`` contiguous, non-empty, nearly
-    equal ranges, in order."""
-    parts = max(1, min(parts, total))
-    cuts = [total * i // parts for i in range(parts + 1)]
-    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
-
-
-def parallel(jobs: Sequence[Callable[[], None]]) -> None:
-    """Run every job and return when all have finished: the first on the
-    calling thread, the others on the pool, or on the calling thread where
-    the pool has not started them by then. Re-raises a job's exception.
-    Jobs must not wait on the pool themselves."""
-    if len(jobs) <= 1 or _workers == 1:
-        for job in jobs:
-            job()
-        return
-    pool = _executor()
-    futures: list[Future[None]] = [pool.submit(job) for job in jobs[1:]]
-    try:
-        jobs[0]()
-    finally:
-        for job, f in zip(jobs[1:], futures, strict=True):
-            # A job no pool thread has started yet runs here instead: the
-            # caller never idles waiting for a busy or descheduled pool.
-            if f.cancel():
-                job()
-            else:
-                f.result()
-
-
-def parts_for(units: int, elements: int) -> int:
-    """How many threads share ``units`` independent pieces of ``elements``
-    elements in all: one below ``MIN_PARALLEL`` elements, else up to the
-    worker count."""
-    if elements < MIN_PARALLEL:
-        return 1
-    return max(1, min(_workers, units))
-
 
 # ---------------------------------------------------------------------------
 # Lane order (design.md §6): blocks of 1024 terms, 16 lanes each
@@ -793,8 +704,9 @@ def _blocks_at(kind: int, s: Arr, p: Arr, out: Arr, block: int, j0: int, j1: int
 
 def _run_flat(body: Callable[[int, int], None], units: int, elements: int) -> None:
     """``body(a, b)`` over ranges covering ``[0, units)``, spread over threads."""
-    if parts_for(units, elements) == 1:
+    if pool.parts_for(units, elements) == 1:
         if units > 0:
             body(0, units)  # one range, on this thread: no spans or jobs to make
         return
-    parallel([functools.partial(body, a, b) for a, b in spans(units, parts_for(units, elements))])
+    pool.parallel([functools.partial(body, a, b)
+                   for a, b in pool.spans(units, pool.parts_for(units, elements))])

@@ -38,7 +38,7 @@ from nxkernel_core.layout import Layout
 from nxkernel_core.prog import Convert, In, Op1, Prog
 
 from . import lanes as L
-from . import program, views
+from . import pool, program, views
 from .family import Family, Hook
 from .loads import load
 
@@ -214,14 +214,14 @@ def _lane_blocks(rows: Arr, carrier: npt.DTypeLike, acc: npt.DTypeLike, kernel: 
     nb = -(-n // L.BLOCK)
     blocks = np.empty((r, nb), acc)
     direct = prep is None and rows.dtype == carrier and rows.flags.c_contiguous
-    if direct and L.parts_for(2, r * n) == 1:
+    if direct and pool.parts_for(2, r * n) == 1:
         # Few terms, already in place: one kernel call over every block, on
         # this thread (a block's value depends on its terms alone).
         kernel(rows, blocks, 0, r)
         return blocks
     # Terms already in place need no staging: one piece per thread saves the
     # per-piece calls. Others convert piece by piece, in cache.
-    size = -(-r * n // L.workers()) if direct else CHUNK
+    size = -(-r * n // pool.count()) if direct else CHUNK
     pieces = _pieces(r, n, max(size, 1))
 
     def work(chunk: Sequence[tuple[int, int, int, int]]) -> None:
@@ -234,8 +234,8 @@ def _lane_blocks(rows: Arr, carrier: npt.DTypeLike, acc: npt.DTypeLike, kernel: 
             kernel(x, out, r0, r1)
             blocks[r0:r1, b0:b1] = out
 
-    spans = L.spans(len(pieces), L.parts_for(len(pieces), r * n))
-    L.parallel([functools.partial(work, pieces[a:b]) for a, b in spans])
+    spans = pool.spans(len(pieces), pool.parts_for(len(pieces), r * n))
+    pool.parallel([functools.partial(work, pieces[a:b]) for a, b in spans])
     return blocks
 
 
@@ -280,9 +280,9 @@ def _few_terms(terms: _Terms, carrier: npt.DTypeLike, mul: bool) -> Arr:
             else:
                 out[...] = res
 
-    spans = L.spans(len(slabs), L.parts_for(len(slabs), terms.results * n))
+    spans = pool.spans(len(slabs), pool.parts_for(len(slabs), terms.results * n))
     with np.errstate(all="ignore"):
-        L.parallel([functools.partial(work, slabs[a:b]) for a, b in spans])
+        pool.parallel([functools.partial(work, slabs[a:b]) for a, b in spans])
     return out.reshape(-1)
 
 
@@ -396,7 +396,7 @@ def _positions(rows: Arr, term: Dtype, is_max: bool) -> Arr:
         return np.zeros(r, np.int64)
     if term.is_float:
         c = _float_terms(rows, term)
-        if r == 1 and L.parts_for(2, n) > 1:
+        if r == 1 and pool.parts_for(2, n) > 1:
             return _split_positions(c, is_max)
         return _float_positions(c, is_max)
     keys = _keys(rows, term, is_max)
@@ -409,14 +409,14 @@ def _split_positions(c: Arr, is_max: bool) -> Arr:
     spans' winners in order: a later one wins only where it is beyond the
     earlier (a NaN beyond every number), so the first one stays."""
     n = c.shape[1]
-    spans = L.spans(n, L.parts_for(n, n))
+    spans = pool.spans(n, pool.parts_for(n, n))
     found = [0] * len(spans)
 
     def work(i: int) -> None:
         a, b = spans[i]
         found[i] = a + int(_float_positions(c[:, a:b], is_max)[0])
 
-    L.parallel([functools.partial(work, i) for i in range(len(spans))])
+    pool.parallel([functools.partial(work, i) for i in range(len(spans))])
     cand = np.array(found)
     keys = _keys(c[:, cand], D.float32 if c.dtype == np.float32 else D.float64, is_max)[0]
     return np.array([cand[np.argmax(keys) if is_max else np.argmin(keys)]])

@@ -24,6 +24,7 @@ import nxkernel_host.attention as A
 import nxkernel_host.contraction as C
 import nxkernel_host.lanes as L
 import nxkernel_host.moves as M
+import nxkernel_host.pool as P
 import nxkernel_host.reductions as R
 from nxkernel_core import dtype as D
 from nxkernel_core import fits
@@ -76,11 +77,12 @@ def _signed_zero_fixup_off(mp: pytest.MonkeyPatch) -> None:
 
 def _split_later_wins(mp: pytest.MonkeyPatch) -> None:
     # The split runs where a kernel call may use two threads or more.
-    mp.setattr(L, "_workers", max(2, L.workers()))
+    threads = max(2, P.count())
+    mp.setattr(P, "count", lambda: threads)
 
     def split(c: Arr, is_max: bool) -> Arr:
         n = c.shape[1]
-        spans = L.spans(n, max(2, L.parts_for(n, n)))
+        spans = P.spans(n, max(2, P.parts_for(n, n)))
         cand = np.array([a + int(R._float_positions(c[:, a:b], is_max)[0]) for a, b in spans])
         keys = R._keys(c[:, cand], D.float32 if c.dtype == np.float32 else D.float64, is_max)[0]
         # The later span's winner kept on a tie.
