@@ -22,7 +22,7 @@ from nxkernel_core.layout import Layout
 from nxkernel_core.library import Library
 from nxkernel_core.rig import Rig
 
-from . import attention, contraction, elementwise, fourier, matrices, moves, reductions
+from . import attention, contraction, elementwise, fourier, gathers, matrices, moves, reductions, sorts
 from .family import Family, Hook, Prepare
 
 __all__ = ["FAMILIES", "HostLibrary", "library"]
@@ -61,12 +61,12 @@ class HostLibrary(Library):
     _reduce = staticmethod(reductions.reduce)
     _scan = staticmethod(reductions.scan)
     _fold = staticmethod(reductions.fold)
-    _gather = staticmethod(moves.gather)
-    _range_gather = staticmethod(moves.range_gather)
-    _scatter = staticmethod(moves.scatter)
-    _sort = staticmethod(moves.sort)
-    _numbering = staticmethod(moves.numbering)
-    _assemble = staticmethod(moves.assemble)
+    _gather = staticmethod(gathers.gather)
+    _range_gather = staticmethod(gathers.range_gather)
+    _scatter = staticmethod(gathers.scatter)
+    _sort = staticmethod(sorts.sort)
+    _numbering = staticmethod(sorts.numbering)
+    _assemble = staticmethod(gathers.assemble)
     _contract = staticmethod(contraction.contract)
     _fft = staticmethod(fourier.fft)
     _cholesky = staticmethod(matrices.cholesky)

@@ -22,10 +22,12 @@ import nxkernel_core.door as DOOR
 import nxkernel_core.library as LIB
 import nxkernel_host.attention as A
 import nxkernel_host.contraction as C
+import nxkernel_host.gathers as G
 import nxkernel_host.lanes as L
-import nxkernel_host.moves as M
+import nxkernel_host.movebits as MB
 import nxkernel_host.pool as P
 import nxkernel_host.reductions as R
+import nxkernel_host.sorts as SO
 from nxkernel_core import dtype as D
 from nxkernel_core import fits
 from nxkernel_core import spec as S
@@ -324,7 +326,7 @@ def _scatter_add_reversed(mp: pytest.MonkeyPatch) -> None:
                     if 0 <= p < d:
                         dst[o, p, k] = (zero + dst[o, p, k]) + updates[o, i, k]
 
-    mp.setattr(M, "_scatter_add_loop", loop)
+    mp.setattr(G, "_scatter_add_loop", loop)
 
 
 def _scatter_set_first_wins(mp: pytest.MonkeyPatch) -> None:
@@ -338,17 +340,17 @@ def _scatter_set_first_wins(mp: pytest.MonkeyPatch) -> None:
                     if 0 <= p < d:
                         dst[o, p, k] = updates[o, i, k]
 
-    mp.setattr(M, "_scatter_set_loop", loop)
+    mp.setattr(G, "_scatter_set_loop", loop)
 
 
 def _scatter_min_loses_nan(mp: pytest.MonkeyPatch) -> None:
-    real = M._scatter_extreme_loop
+    real = G._scatter_extreme_loop
 
     def loop(cur1: Arr, cur2: Arr, index: Arr, upd1: Arr, upd2: Arr, winner: Arr, maximum: bool,
              has_nan: bool, nan_key: Any) -> None:
         real(cur1, cur2, index, upd1, upd2, winner, maximum, False, nan_key)
 
-    mp.setattr(M, "_scatter_extreme_loop", loop)
+    mp.setattr(G, "_scatter_extreme_loop", loop)
 
 
 def _gather_clamps(mp: pytest.MonkeyPatch) -> None:
@@ -360,7 +362,7 @@ def _gather_clamps(mp: pytest.MonkeyPatch) -> None:
         p = np.clip(index, 0, d - 1)
         out[...] = np.take_along_axis(x, p, axis=1)
 
-    mp.setattr(M, "_gather_loop", loop)
+    mp.setattr(G, "_gather_loop", loop)
 
 
 def _range_gather_clamps(mp: pytest.MonkeyPatch) -> None:
@@ -373,7 +375,7 @@ def _range_gather_clamps(mp: pytest.MonkeyPatch) -> None:
             p = np.clip(starts + j, 0, d - 1)
             out[:, :, j, :] = np.take_along_axis(x, p, axis=1)
 
-    mp.setattr(M, "_range_gather_loop", loop)
+    mp.setattr(G, "_range_gather_loop", loop)
 
 
 def _sort_descending_reversed(mp: pytest.MonkeyPatch) -> None:
@@ -403,36 +405,36 @@ def _sort_descending_reversed(mp: pytest.MonkeyPatch) -> None:
 
 
 def _sort_nan_first(mp: pytest.MonkeyPatch) -> None:
-    real = M._float_keys
+    real = MB._float_keys
 
     def keys(u: Arr, dt: D.Dtype) -> Arr:
         key = real(u, dt)
         ones = key.dtype.type((1 << dt.bits) - 1)
         return np.where(key == ones, key.dtype.type(0), key)
 
-    mp.setattr(M, "_float_keys", keys)
+    mp.setattr(MB, "_float_keys", keys)
 
 
 def _sort_zeros_equal(mp: pytest.MonkeyPatch) -> None:
-    real = M._float_keys
+    real = MB._float_keys
 
     def keys(u: Arr, dt: D.Dtype) -> Arr:
         neg_zero = u.dtype.type(1 << (dt.bits - 1))
         return real(np.where(u == neg_zero, u.dtype.type(0), u), dt)
 
-    mp.setattr(M, "_float_keys", keys)
+    mp.setattr(MB, "_float_keys", keys)
 
 
 def _sort_unstable(mp: pytest.MonkeyPatch) -> None:
-    real = M._argsort
+    real = SO._argsort
 
     def argsort(key: Arr, take: int) -> Arr:
-        if key.shape[1] >= M._RADIX_MIN:
+        if key.shape[1] >= SO.RADIX_MIN:
             return real(key, take)
         out: Arr = np.argsort(key, axis=1, kind="quicksort")[:, :take]
         return out
 
-    mp.setattr(M, "_argsort", argsort)
+    mp.setattr(SO, "_argsort", argsort)
 
 
 def _radix_unstable(mp: pytest.MonkeyPatch) -> None:
@@ -440,8 +442,8 @@ def _radix_unstable(mp: pytest.MonkeyPatch) -> None:
         order = np.argsort(keys, axis=1, kind="quicksort")
         out[...] = order[:, :out.shape[1]]
 
-    mp.setattr(M, "_radix32_loop", radix)
-    mp.setattr(M, "_radix64_loop", radix)
+    mp.setattr(SO, "_radix32_loop", radix)
+    mp.setattr(SO, "_radix64_loop", radix)
 
 
 def _top_k_later_equals(mp: pytest.MonkeyPatch) -> None:
@@ -454,16 +456,16 @@ def _top_k_later_equals(mp: pytest.MonkeyPatch) -> None:
             # The last of the k-th key's equals, not the first.
             out[r] = np.sort(np.concatenate([below, equal[len(equal) - (k - len(below)):]]))
 
-    mp.setattr(M, "_choose_loop", choose)
+    mp.setattr(SO, "_choose_loop", choose)
 
 
 def _numbering_side_swapped(mp: pytest.MonkeyPatch) -> None:
-    real = M._numbering_loop
+    real = SO._numbering_loop
 
     def loop(k1: Arr, k2: Arr, x1: Arr, x2: Arr, right: bool, out: Arr) -> None:
         real(k1, k2, x1, x2, not right, out)
 
-    mp.setattr(M, "_numbering_loop", loop)
+    mp.setattr(SO, "_numbering_loop", loop)
 
 
 def _assemble_first_wins(mp: pytest.MonkeyPatch) -> None:
