@@ -38,6 +38,7 @@ from nxkernel_core.layout import Layout
 from nxkernel_core.prog import Convert, In, Op1, Prog
 
 from . import lanes as L
+from . import network as N
 from . import pool, program, views
 from .family import Family, Hook
 from .loads import load
@@ -592,7 +593,7 @@ def _running_positions(keys: Arr, is_max: bool) -> Arr:
 def _network(kind: int, states: Arr) -> Arr:
     """The odd/even network's scan of ``(components, rows, m)`` states."""
     out = np.empty_like(states)
-    L.network_scan(kind, np.ascontiguousarray(states), out)
+    N.network_scan(kind, np.ascontiguousarray(states), out)
     return out
 
 
@@ -633,22 +634,22 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
             states = _with_carry(carry, rows, ccar.numpy_dtype)
             if out is not None and carry is None and dt is ccar:
                 # The destination holds the carrier: the network writes there.
-                L.real_scan(mul, states, out)
+                N.real_scan(mul, states, out)
                 return [out]
             res = np.empty_like(states)
-            L.real_scan(mul, states, res)
+            N.real_scan(mul, states, res)
             return [_round(dt, res[:, drop])]
         if term.is_complex:
             part = np.float32 if term is D.complex64 else np.float64
             re = _with_carry(None if carry is None else carry.real, rows.real, part)
             im = _with_carry(None if carry is None else carry.imag, rows.imag, part)
             if mul:
-                res = _network(L.CMUL, np.stack([re, im]))
+                res = _network(N.CMUL, np.stack([re, im]))
                 ore, oim = res[0], res[1]
             else:
                 ore, oim = np.empty_like(re), np.empty_like(im)
-                L.real_scan(False, re, ore)
-                L.real_scan(False, im, oim)
+                N.real_scan(False, re, ore)
+                N.real_scan(False, im, oim)
             return [_round_complex(dt, ore[:, drop], oim[:, drop])]
         wide = _with_carry(carry, rows, ccar.numpy_dtype)
         # Integers wrap in their carrier: every order gives the same bits.
@@ -657,7 +658,7 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
         return [_wrap(dt, acc[:, drop])]
     if isinstance(red, S.Logsumexp):
         states = _with_carry(carry, _float_terms(rows, term), np.float64)
-        res = _network(L.LSE, states[None])
+        res = _network(N.LSE, states[None])
         return [_round(dt, res[0][:, drop])]
     if isinstance(red, S.Moments):
         x = _float_terms(rows, term).astype(np.float64)
@@ -672,7 +673,7 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
             states[0, :, 0] = c[:, 0]
             states[1, :, 0] = c[:, 1]
             states[2, :, 0] = c[:, 2] * c[:, 0]
-        res = _network(L.MOMENTS, states)[:, :, drop]
+        res = _network(N.MOMENTS, states)[:, :, drop]
         with np.errstate(all="ignore"):
             var = res[2] / res[0]
         return [_round(dt, res[1]), _round(dt, var)]

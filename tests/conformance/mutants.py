@@ -25,6 +25,7 @@ import nxkernel_host.contraction as C
 import nxkernel_host.gathers as G
 import nxkernel_host.lanes as L
 import nxkernel_host.movebits as MB
+import nxkernel_host.network as N
 import nxkernel_host.pool as P
 import nxkernel_host.reductions as R
 import nxkernel_host.sorts as SO
@@ -222,7 +223,7 @@ def _scan_by_cumsum(mp: pytest.MonkeyPatch) -> None:
         if states.size:
             (np.cumprod if mul else np.cumsum)(states, axis=1, out=out)
 
-    mp.setattr(L, "real_scan", real_scan)
+    mp.setattr(N, "real_scan", real_scan)
 
 
 def _scan_arg_later_equal(mp: pytest.MonkeyPatch) -> None:
