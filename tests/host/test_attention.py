@@ -26,7 +26,7 @@ from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.layout import Broadcast, Permute
 from nxkernel_core.prog import Builder, Prog, Value
-from nxkernel_host import attention as A
+from nxkernel_host import attnplan as A
 from nxkernel_host import threads
 from nxkernel_host.attention import FAMILY
 from nxkernel_host.library import library
