@@ -22,7 +22,20 @@ from nxkernel_core.layout import Layout
 from nxkernel_core.library import Library
 from nxkernel_core.rig import Rig
 
-from . import attention, contraction, elementwise, fourier, gathers, matrices, moves, reductions, sorts
+from . import (
+    attention,
+    contraction,
+    elementwise,
+    fold,
+    fourier,
+    gathers,
+    matrices,
+    moves,
+    reduce,
+    reductions,
+    scan,
+    sorts,
+)
 from .family import Family, Hook, Prepare
 
 __all__ = ["FAMILIES", "HostLibrary", "library"]
@@ -58,9 +71,9 @@ class HostLibrary(Library):
 
     # The hooks: each computes a call that fits, the door passed.
     _map = staticmethod(elementwise.map_)
-    _reduce = staticmethod(reductions.reduce)
-    _scan = staticmethod(reductions.scan)
-    _fold = staticmethod(reductions.fold)
+    _reduce = staticmethod(reduce.reduce)
+    _scan = staticmethod(scan.scan)
+    _fold = staticmethod(fold.fold)
     _gather = staticmethod(gathers.gather)
     _range_gather = staticmethod(gathers.range_gather)
     _scatter = staticmethod(gathers.scatter)

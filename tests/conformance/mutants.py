@@ -22,12 +22,15 @@ import nxkernel_core.door as DOOR
 import nxkernel_core.library as LIB
 import nxkernel_host.attention as A
 import nxkernel_host.contraction as C
+import nxkernel_host.fold as FO
 import nxkernel_host.gathers as G
 import nxkernel_host.lanes as L
 import nxkernel_host.movebits as MB
 import nxkernel_host.network as N
 import nxkernel_host.pool as P
-import nxkernel_host.reductions as R
+import nxkernel_host.reduce as R
+import nxkernel_host.rowterms as RT
+import nxkernel_host.scan as SC
 import nxkernel_host.sorts as SO
 from nxkernel_core import dtype as D
 from nxkernel_core import fits
@@ -100,7 +103,7 @@ def _moments_one_pass(mp: pytest.MonkeyPatch) -> None:
         r, n = rows.shape
         if n == 0:
             return np.full(r, np.nan), np.full(r, np.nan)
-        c = R._float_terms(rows, term).astype(np.float64)
+        c = RT._float_terms(rows, term).astype(np.float64)
         with np.errstate(all="ignore"):
             mean = R.lane_sum(c, np.float64) / n
             square = R.lane_sum(c * c, np.float64) / n
@@ -164,7 +167,7 @@ def _max_ignores_nan(mp: pytest.MonkeyPatch) -> None:
 
 
 def _int4_saturates(mp: pytest.MonkeyPatch) -> None:
-    real = R._wrap
+    real = RT._wrap
 
     def wrap(dt: D.Dtype, v: Arr) -> Arr:
         if dt is D.int4:
@@ -190,7 +193,7 @@ def _logsumexp_unshifted(mp: pytest.MonkeyPatch) -> None:
         r, n = rows.shape
         if n == 0:
             return np.full(r, -np.inf)
-        c = R._float_terms(rows, term)
+        c = RT._float_terms(rows, term)
         with np.errstate(all="ignore"):
             out: Arr = np.log(R.lane_sum(np.exp(c), c.dtype, np.float64))
         return out
@@ -203,7 +206,7 @@ def _logsumexp_shift_by_infinity(mp: pytest.MonkeyPatch) -> None:
         r, n = rows.shape
         if n == 0:
             return np.full(r, -np.inf)
-        c = R._float_terms(rows, term)
+        c = RT._float_terms(rows, term)
         m = np.max(c, axis=1)
         with np.errstate(all="ignore"):
             s = R.lane_sum(np.exp(c - m[:, None]), c.dtype, np.float64)
@@ -236,7 +239,7 @@ def _scan_arg_later_equal(mp: pytest.MonkeyPatch) -> None:
         out: Arr = np.maximum.accumulate(np.where(new, np.arange(m), 0), axis=1)
         return out
 
-    mp.setattr(R, "_running_positions", running)
+    mp.setattr(SC, "_running_positions", running)
 
 
 def _kernel_wrapper(mp: pytest.MonkeyPatch, kernel: str,
@@ -283,9 +286,9 @@ def _fold_values_mutant(narrow_in_own: bool, reverse_taps: bool) -> Callable[...
                 d, lo, interior = spec.shape[ax], pad.lo[ax], pad.interior[ax]
                 if ax in window:
                     k, w = window[ax]
-                    cut = R._taps(d, lo, interior, xv.shape[ax], w.step, taps[k], w.dilation)
+                    cut = FO._taps(d, lo, interior, xv.shape[ax], w.step, taps[k], w.dilation)
                 else:
-                    cut = R._taps(d, lo, interior, xv.shape[ax], 1, 0, 0)
+                    cut = FO._taps(d, lo, interior, xv.shape[ax], 1, 0, 0)
                 if cut is None:
                     break
                 dst_index.append(cut[0])
@@ -294,20 +297,20 @@ def _fold_values_mutant(narrow_in_own: bool, reverse_taps: bool) -> Callable[...
                 with np.errstate(all="ignore"):
                     acc[tuple(dst_index)] += xv[(*src_index, *taps)].astype(acc_dt, copy=False)
         if dt.is_float:
-            return R._round(dt, acc if acc.dtype in (np.float32, np.float64) else acc.astype(np.float32))
+            return RT._round(dt, acc if acc.dtype in (np.float32, np.float64) else acc.astype(np.float32))
         if dt.is_int:
-            return R._wrap(dt, acc)
+            return RT._wrap(dt, acc)
         return acc
 
     return fold_values
 
 
 def _fold_narrow_in_own(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(R, "_fold_values", _fold_values_mutant(True, False))
+    mp.setattr(FO, "_fold_values", _fold_values_mutant(True, False))
 
 
 def _fold_taps_reversed(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(R, "_fold_values", _fold_values_mutant(False, True))
+    mp.setattr(FO, "_fold_values", _fold_values_mutant(False, True))
 
 
 # --------------------------------------------------------------------------
