@@ -629,5 +629,4 @@ FAMILY: Final = Family(
                     "Deterministic on any thread count: the library's own OpenBLAS instance "
                     "stays on one thread (see nxkernel_host.blas); chunks run on a thread pool.",
     },
-    error_factor=error_factor,
 )

@@ -5,8 +5,8 @@ its kernels in hooks (``Hook``: a call that fits, the door passed; the
 ``nxkernel_core.library.Library`` base class runs the fit, the declines and
 the door before them) and exports a ``FAMILY`` of this type: the statement's
 prose of each kernel and the parts of the library's statement the family
-states (association, algorithms, open choices, ulps, e(K)), and the kernels
-the caller's warm path may call prepared. ``library`` ties them together.
+states (association, algorithms, open choices, ulps), and the kernels the
+caller's warm path may call prepared. ``library`` ties them together.
 """
 
 from __future__ import annotations
@@ -40,8 +40,6 @@ class Family:
     association: Mapping[str, str] = field(default_factory=dict)
     algorithms: Mapping[str, str] = field(default_factory=dict)
     open_choices: Mapping[str, str] = field(default_factory=dict)
-    #: e(K, accumulator dtype), stated by the family that computes contractions.
-    error_factor: Callable[[int, Dtype], float] | None = None
     #: The kernels the caller's warm path may call prepared (see ``Prepare``).
     prepared: Mapping[str, Prepare] = field(default_factory=dict)
     #: The ulps of the inexact kinds (``Statement.ulps``), stated by the family
