@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Final, final
+from typing import TYPE_CHECKING, ClassVar, Final, final
 
 from .. import dtype as D
 from ..answer import Answer
@@ -22,13 +22,14 @@ from .record import (
     _Misfit,
     _operands,
     _results,
-    fixed_dtypes,
     no_refusal,
-    rule_fit,
 )
 
+if TYPE_CHECKING:
+    from ..array import Array
+
 __all__ = ["CONTRACT", "Contract", "ContractingSegments", "Rows", "ScaleKind", "contract",
-           "contract_refusal"]
+           "contract_misfit", "contract_refusal"]
 
 class ScaleKind(enum.Enum):
     """A block scale's kind: EXPONENT, uint8 codes ``e`` scaling by
@@ -245,6 +246,15 @@ def _contract_dtypes(spec: Contract, loads: Sequence[Dtype]) -> None:
     return None
 
 
-#: ``S.contract``: its fit check is its counts and shapes.
+def contract_misfit(spec: Contract, dsts: Sequence[Array], operands: Sequence[Array]
+                    ) -> Answer | None:
+    """The refusal of a contract call that does not fit: ``contract_refusal``
+    (counts, shapes, then the scales' and ids' dtypes; the destination's dtype
+    is the caller's choice)."""
+    return contract_refusal(spec, [d.shape for d in dsts], [o.shape for o in operands],
+                            [o.dtype for o in operands])
+
+
+#: ``S.contract``.
 CONTRACT: Final = Kernel("contract", Contract, contract, _contract_dtypes, no_refusal,
-                         rule_fit(contract, fixed_dtypes(_contract_dtypes)))
+                         contract_misfit)

@@ -40,8 +40,6 @@ from .record import (
     _operands,
     _results,
     _too_many,
-    fixed_dtypes,
-    rule_fit,
     shapes_fit,
 )
 
@@ -76,6 +74,7 @@ __all__ = [
     "result_fits",
     "results",
     "scan",
+    "scan_misfit",
     "scan_refusal",
 ]
 
@@ -513,6 +512,26 @@ def fold_misfit(spec: Fold, dsts: Sequence[Array], operands: Sequence[Array]) ->
     return None if shapes_fit(dsts, fold(spec, [operands[0].shape])) else Answer.SHAPE_MISMATCH
 
 
+def scan_misfit(spec: Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+    """The refusal of a scan call that does not fit: counts (a carry alone is no
+    call), the scans' refusal rule over the loop's rank, the first
+    destination's dtype the spec fixes, then the results' shapes."""
+    if (len(operands) != spec.n_operands() or len(dsts) != spec.n_results()
+            or len(operands) == spec.carry):
+        return Answer.BAD_ARITY
+    loads = operands[spec.carry:]
+    found = scan_refusal(spec.prog, loop_rank(spec.loads, [a.shape for a in loads]),
+                         spec.reduction, spec.output, [d.dtype for d in dsts],
+                         operands[0].dtype if spec.carry else None, [a.dtype for a in loads],
+                         spec.loads)
+    if found is not None:
+        return found[0]
+    if dsts[0].dtype is not spec.dtype:
+        return Answer.WRONG_DTYPE
+    return None if shapes_fit(dsts, scan(spec, [a.shape for a in operands])) else \
+        Answer.SHAPE_MISMATCH
+
+
 def _reduce_rule(spec: Reduce, shapes: Sequence[Shape], loads: Sequence[Dtype],
                  dsts: Sequence[Dtype]) -> Refusal | None:
     return reduce_refusal(spec.prog, loop_rank(spec.loads, shapes), spec.reductions, dsts, loads,
@@ -544,9 +563,8 @@ def _scan_dtypes(spec: Scan, loads: Sequence[Dtype]) -> tuple[Dtype, ...]:
 #: ``S.reduce``.
 REDUCE: Final = Kernel("reduce", Reduce, reduce, lambda spec, loads: spec.result_dtypes(),
                        _reduce_rule, reduce_misfit)
-#: ``S.scan``: its fit check is its counts, dtypes and shapes.
-SCAN: Final = Kernel("scan", Scan, scan, _scan_dtypes, _scan_rule,
-                     rule_fit(scan, fixed_dtypes(_scan_dtypes)))
+#: ``S.scan``.
+SCAN: Final = Kernel("scan", Scan, scan, _scan_dtypes, _scan_rule, scan_misfit)
 #: ``S.fold``: dst keeps x's dtype.
 FOLD: Final = Kernel("fold", Fold, fold, lambda spec, loads: (loads[0],), _fold_rule,
                      fold_misfit)
