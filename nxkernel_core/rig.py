@@ -29,11 +29,11 @@ import enum
 import itertools
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Final, final
+from typing import Any, Final, final
 
 import numpy as np
 import numpy.typing as npt
@@ -90,6 +90,10 @@ class Access(enum.Enum):
 
 
 _serial = itertools.count()
+_zeros: Final = np.zeros
+_uint8: Final = np.dtype(np.uint8)
+_addressof: Final = ctypes.addressof
+_from_buffer: Final[Callable[[Any], ctypes.c_char]] = ctypes.c_char.from_buffer
 
 
 class Rig:
@@ -184,13 +188,24 @@ class Rig:
             raise OutOfMemory(self, nbytes) from None
         return Memory(self, nbytes, access, host_bytes)
 
+    def fresh(self, nbytes: int) -> Buffer:
+        """A buffer spanning a fresh zeroed read-write memory of ``nbytes``
+        (``allocate``'s, and its errors), made without ``Buffer``'s frozen
+        constructor: every call allocates its destinations."""
+        b = _new_buffer(Buffer)
+        _set_memory(b, self.allocate(nbytes))
+        _set_offset(b, 0)
+        _set_length(b, nbytes)
+        _set_epoch(b, 0)
+        return b
+
     def _allocate(self, nbytes: int) -> npt.NDArray[np.uint8] | None:
         """The bytes of a new memory, or ``None`` where the host does not address
         them (a subclass keeps its own handle)."""
-        raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
+        raw = _zeros(nbytes + ALIGNMENT, _uint8)
         # The address through ctypes' from_buffer: ``raw.ctypes.data`` costs
         # microseconds a call.
-        start = (-ctypes.addressof(ctypes.c_char.from_buffer(raw.data))) % ALIGNMENT
+        start = (-_addressof(_from_buffer(raw))) % ALIGNMENT
         return raw[start : start + nbytes]
 
     def _release(self, memory: Memory) -> None:
@@ -322,6 +337,11 @@ class Memory:
     ``consumed[epoch]``.
     """
 
+    # Slots, and the lock made on first use: every call allocates its
+    # destinations, so a memory's making is on the caller's warm path.
+    __slots__ = ("_store_lock", "access", "consumed", "device", "epoch", "exclusive", "handle",
+                 "host_bytes", "nbytes", "readers", "writers")
+
     def __init__(self, dev: Rig, nbytes: int, access: Access,
                  host_bytes: npt.NDArray[np.uint8] | None, handle: object = None) -> None:
         self.device: Final = dev
@@ -330,18 +350,30 @@ class Memory:
         self.host_bytes: Final = host_bytes
         self.handle: Final = handle
         self.epoch = 0
-        self.consumed: list[str] = []
+        self.consumed: tuple[str, ...] = ()
         self.readers = 0
         self.writers = 0
         self.exclusive = False
-        #: Held by every call that writes sub-byte codes here (the door takes
-        #: it): such a store rewrites whole bytes, which calls share.
-        self.store_lock: Final = threading.RLock()
+        self._store_lock: threading.RLock | None = None
+
+    @property
+    def store_lock(self) -> threading.RLock:
+        """Held by every call that writes sub-byte codes here (the door takes
+        it): such a store rewrites whole bytes, which calls share. One per
+        memory, made on first use."""
+        lock = self._store_lock
+        if lock is None:
+            with _claims_lock:
+                if self._store_lock is None:
+                    self._store_lock = threading.RLock()
+                lock = self._store_lock
+        return lock
 
     def __del__(self) -> None:
         try:
-            if self.device.lost is None:
-                self.device._release(self)
+            dev = self.device
+            if dev._lost is None:
+                dev._release(self)
         except Exception:  # interpreter shutdown: the device may be gone
             pass
 
@@ -359,6 +391,8 @@ class Buffer:
     @staticmethod
     def create(dev: Rig | str, nbytes: int, access: Access = Access.READ_WRITE) -> Buffer:
         """A fresh zeroed buffer of ``nbytes`` on ``dev``, spanning its memory."""
+        if access is Access.READ_WRITE:
+            return (dev if isinstance(dev, Rig) else device(dev)).fresh(nbytes)
         mem = (dev if isinstance(dev, Rig) else device(dev)).allocate(nbytes, access)
         return Buffer(mem, 0, nbytes, mem.epoch)
 
@@ -426,6 +460,15 @@ class Buffer:
         return hb[self.offset : self.offset + self.length]
 
 
+#: A Buffer's fields set through their slots: what its frozen constructor
+#: does, at half the cost.
+_new_buffer: Final = object.__new__
+_set_memory: Final[Callable[[Buffer, Memory], None]] = Buffer.__dict__["memory"].__set__
+_set_offset: Final[Callable[[Buffer, int], None]] = Buffer.__dict__["offset"].__set__
+_set_length: Final[Callable[[Buffer, int], None]] = Buffer.__dict__["length"].__set__
+_set_epoch: Final[Callable[[Buffer, int], None]] = Buffer.__dict__["epoch"].__set__
+
+
 def consume(buf: Buffer, why: str, claims: Claims | None = None) -> Buffer:
     """Consume ``buf``'s memory: every buffer made over it earlier is dead, for
     ``why``; returns a fresh live buffer over the same bytes.
@@ -450,7 +493,7 @@ def consume(buf: Buffer, why: str, claims: Claims | None = None) -> Buffer:
             raise ValueError(f"consume: HELD_EXCLUSIVE: the memory is {held}; not consumed ({why})")
         if buf.epoch < mem.epoch:
             buf.check_live("consume")  # consumed meanwhile: raises
-        mem.consumed.append(why)
+        mem.consumed += (why,)
         mem.epoch += 1
         return Buffer(mem, buf.offset, buf.length, mem.epoch)
 
