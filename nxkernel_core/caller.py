@@ -36,7 +36,7 @@ from .array import Array
 from .dtype import Dtype
 from .kernel import Call, KernelError
 from .layout import Layout
-from .rig import Lost, OutOfMemory, Rig, claim_reads, release_reads
+from .rig import CLAIMS_LOCK, Lost, OutOfMemory, Rig
 
 __all__ = ["Hook", "Plan", "call", "result_dtypes"]
 
@@ -253,7 +253,9 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
     order, until one answers DONE. Returns the destinations."""
     # The warm call of one or two operands, spelled out: the plan under the
     # spec's identity, run where every operand's buffer lives (``_run`` tests
-    # the device). Anything else, a miss included, takes ``_call``.
+    # the device) and discovery is the plan's (a plan exists only after
+    # ``_registry`` imported the plugins module). Anything else, a miss
+    # included, takes ``_call``.
     try:
         if len(operands) == 2:
             a, b = operands
@@ -263,7 +265,7 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
                 plan = _plans.get((id(sp), dtypes, device, a.dtype, a.layout, am.device,
                                    b.dtype, b.layout, bm.device))
                 if (plan is not None and ab.epoch == am.epoch and bb.epoch == bm.epoch
-                        and plan.registry is _registry()):
+                        and plan.registry is _plugins._registry):
                     return _run(plan, sp, operands, name)
         elif len(operands) == 1:
             (a,) = operands
@@ -271,7 +273,7 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
                 ab = a.buffer
                 am = ab.memory
                 plan = _plans.get((id(sp), dtypes, device, a.dtype, a.layout, am.device))
-                if plan is not None and ab.epoch == am.epoch and plan.registry is _registry():
+                if plan is not None and ab.epoch == am.epoch and plan.registry is _plugins._registry:
                     return _run(plan, sp, operands, name)
     except TypeError:  # unhashable dtypes (a list): _call makes them a tuple
         pass
@@ -323,13 +325,26 @@ def _run(plan: Plan, sp: Any, operands: Sequence[Array], name: str | None) -> tu
         dev.check()
     if len(made) == 1:
         dt, lay, n = made[0]
-        dsts: tuple[Array, ...] = (_fresh(dt, lay, n, dev),)
+        out = _new_array(Array)
+        out.buffer = dev.fresh(n)
+        out.dtype = dt
+        out.layout = lay
+        dsts: tuple[Array, ...] = (out,)
     else:
         dsts = tuple([_fresh(dt, lay, n, dev) for dt, lay, n in made])
-    memories = [o.buffer.memory for o in operands]
     # The destinations are fresh: no other claim can reach them before
-    # ``call`` returns, so only the operands are claimed.
-    if not claim_reads(memories):
+    # ``call`` returns, so only the operands are claimed, each for reading,
+    # or none where one is held exclusive (``rig.claim``'s rule, inlined).
+    held = True
+    with CLAIMS_LOCK:
+        for o in operands:
+            if o.buffer.memory.exclusive:
+                break
+        else:
+            for o in operands:
+                o.buffer.memory.readers += 1
+            held = False
+    if held:
         return _ask(plan.libraries, sp, dsts, operands, name, dev)
     try:
         hook(sp, dsts, operands)
@@ -339,7 +354,9 @@ def _run(plan: Plan, sp: Any, operands: Sequence[Array], name: str | None) -> tu
         raise KernelError(name or f"nx.{sp.kernel}", plan.libraries[0].name, sp.kernel,
                           f"raised {type(e).__name__}: {e}") from e
     finally:
-        release_reads(memories)
+        with CLAIMS_LOCK:
+            for o in operands:
+                o.buffer.memory.readers -= 1
     return dsts
 
 

@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "CLAIMS_LOCK",
     "Access",
     "Buffer",
     "Claims",
@@ -47,7 +48,6 @@ __all__ = [
     "OutOfMemory",
     "Rig",
     "claim",
-    "claim_reads",
     "consume",
     "default_device",
     "device",
@@ -55,7 +55,6 @@ __all__ = [
     "host",
     "memory_device",
     "register",
-    "release_reads",
     "using",
     "with_claims",
 ]
@@ -115,6 +114,9 @@ class Rig:
         self._closed = False
         self._in_use = 0
         self._lock = threading.Lock()
+        #: Whether ``fresh`` may inline ``allocate``: no budget, and this
+        #: class's host allocator.
+        self._plain: Final = budget is None and type(self)._allocate is Rig._allocate
 
     def __repr__(self) -> str:
         return f"Rig({self.name!r})"
@@ -191,9 +193,22 @@ class Rig:
     def fresh(self, nbytes: int) -> Buffer:
         """A buffer spanning a fresh zeroed read-write memory of ``nbytes``
         (``allocate``'s, and its errors), made without ``Buffer``'s frozen
-        constructor: every call allocates its destinations."""
+        constructor: every call allocates its destinations. On an open device
+        of host memory, without a budget, ``allocate``'s steps are inlined."""
+        if (self._plain and self._lost is None and not self._closed
+                and 0 <= nbytes <= _MAX_BYTES):
+            try:
+                raw = _zeros(nbytes + ALIGNMENT, _uint8)
+            except MemoryError:
+                raise OutOfMemory(self, nbytes) from None
+            start = (-_addressof(_from_buffer(raw))) % ALIGNMENT
+            with self._lock:
+                self._in_use += nbytes
+            mem = Memory(self, nbytes, Access.READ_WRITE, raw[start : start + nbytes])
+        else:
+            mem = self.allocate(nbytes)
         b = _new_buffer(Buffer)
-        _set_memory(b, self.allocate(nbytes))
+        _set_memory(b, mem)
         _set_offset(b, 0)
         _set_length(b, nbytes)
         _set_epoch(b, 0)
@@ -499,7 +514,10 @@ def consume(buf: Buffer, why: str, claims: Claims | None = None) -> Buffer:
 
 
 #: Guards every memory's claim counts (readers, writers, exclusive) and epochs.
-_claims_lock: Final = threading.Lock()
+#: The caller's warm path takes it itself, to claim its operands for reading
+#: without a call.
+CLAIMS_LOCK: Final = threading.Lock()
+_claims_lock: Final = CLAIMS_LOCK
 
 
 class Claims:
@@ -577,27 +595,6 @@ def claim(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
         claims.release()
         raise
     return claims
-
-
-def claim_reads(memories: Sequence[Memory]) -> bool:
-    """Claim each memory for reading and answer True; or, where one is held
-    exclusive, claim nothing and answer False. The caller's warm path: it has
-    checked that the buffers live, and releases with ``release_reads``. Saves
-    ``claim``'s ``Claims`` object and second pass of liveness tests."""
-    with _claims_lock:
-        for m in memories:
-            if m.exclusive:
-                return False
-        for m in memories:
-            m.readers += 1
-    return True
-
-
-def release_reads(memories: Sequence[Memory]) -> None:
-    """Release the read claims ``claim_reads`` made."""
-    with _claims_lock:
-        for m in memories:
-            m.readers -= 1
 
 
 @final
