@@ -166,9 +166,9 @@ _decided = functools.lru_cache(maxsize=1024)(_decide)
 class Plan:
     """What a warm call of one signature reuses. Write-once.
 
-    ``spec``: the spec it was made for (held, so that the identity of the
-    spec in its key, below, names no other object while the plan lives).
-    ``registry``: the discovery it was made under. ``device``: the
+    ``signature``: the signature it was made for (held, so that the
+    identities in its identity key, below, name no other object while the
+    plan lives). ``registry``: the discovery it was made under. ``device``: the
     destinations' device. ``refusal``: the caller's refusal (answer, reason)
     of a call that does not fit, else ``None``. ``dsts``: each destination's
     dtype, C-contiguous layout and bytes. ``libraries``: the libraries that
@@ -178,12 +178,12 @@ class Plan:
     on ``device``.
     """
 
-    __slots__ = ("device", "dsts", "hook", "libraries", "refusal", "registry", "spec")
+    __slots__ = ("device", "dsts", "hook", "libraries", "refusal", "registry", "signature")
 
-    def __init__(self, spec: Any, registry: object, device: Rig,
+    def __init__(self, signature: tuple[object, ...], registry: object, device: Rig,
                  refusal: tuple[Answer, str] | None, dsts: tuple[tuple[Dtype, Layout, int], ...],
                  libraries: tuple[Any, ...], hook: Hook | None) -> None:
-        self.spec: Final = spec
+        self.signature: Final = signature
         self.registry: Final = registry
         self.device: Final = device
         self.refusal: Final = refusal
@@ -192,23 +192,32 @@ class Plan:
         self.hook: Final = hook
 
 
-#: Plans by signature. Each plan is kept under two keys: the spec's identity
-#: (``id(spec)``, the cheap look-up of a caller that reuses its spec objects,
-#: as ``nx``'s functions do) and the spec itself (an equal spec made afresh).
-#: Either is followed by ``dtypes``, ``device`` and each operand's dtype,
-#: layout and device. Bounded: past ``_PLANS_MAX`` the oldest goes. Look-ups
-#: take no lock (a dict read is atomic); inserts do.
+#: Plans by signature. Each plan is kept under two keys: its signature
+#: (``spec, dtypes, device`` and each operand's ``dtype, layout, device``) and
+#: its identity key, the signature with the spec and each layout replaced by
+#: its ``id``: the cheap look-up of a caller reusing its spec and its arrays'
+#: layouts (``nx``'s functions cache their specs; a shape's C-contiguous
+#: layout is made once), which hashes no spec and no layout. An equal spec or
+#: layout made afresh finds the plan by its signature. Bounded: past
+#: ``_PLANS_MAX`` keys the oldest goes. Look-ups take no lock (a dict read is
+#: atomic); inserts do.
 _plans: dict[tuple[object, ...], Plan] = {}
 _PLANS_MAX: Final = 4096
 _plans_lock: Final = threading.Lock()
 
 
+def _identity(signature: tuple[object, ...]) -> tuple[object, ...]:
+    """``signature``'s identity key (see ``_plans``)."""
+    return (id(signature[0]), signature[1], signature[2],
+            *[id(v) if type(v) is Layout else v for v in signature[3:]])
+
+
 def _keep(signature: tuple[object, ...], plan: Plan) -> None:
-    """Keep ``plan`` under ``signature`` (the spec's key) and under its identity key."""
+    """Keep ``plan`` under ``signature`` and under its identity key."""
     with _plans_lock:
         while len(_plans) >= _PLANS_MAX - 1:
             del _plans[next(iter(_plans))]
-        _plans[(id(signature[0]), *signature[1:])] = plan
+        _plans[_identity(signature)] = plan
         _plans[signature] = plan
 
 
@@ -252,7 +261,7 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
     operands' device, and ask each library that computes on it, in priority
     order, until one answers DONE. Returns the destinations."""
     # The warm call of one or two operands, spelled out: the plan under the
-    # spec's identity, run where every operand's buffer lives (``_run`` tests
+    # identity key, run where every operand's buffer lives (``_run`` tests
     # the device) and discovery is the plan's (a plan exists only after
     # ``_registry`` imported the plugins module). Anything else, a miss
     # included, takes ``_call``.
@@ -262,8 +271,8 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
             if type(a) is Array and type(b) is Array:
                 ab, bb = a.buffer, b.buffer
                 am, bm = ab.memory, bb.memory
-                plan = _plans.get((id(sp), dtypes, device, a.dtype, a.layout, am.device,
-                                   b.dtype, b.layout, bm.device))
+                plan = _plans.get((id(sp), dtypes, device, a.dtype, id(a.layout), am.device,
+                                   b.dtype, id(b.layout), bm.device))
                 if (plan is not None and ab.epoch == am.epoch and bb.epoch == bm.epoch
                         and plan.registry is _plugins._registry):
                     return _run(plan, sp, operands, name)
@@ -272,7 +281,7 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
             if type(a) is Array:
                 ab = a.buffer
                 am = ab.memory
-                plan = _plans.get((id(sp), dtypes, device, a.dtype, a.layout, am.device))
+                plan = _plans.get((id(sp), dtypes, device, a.dtype, id(a.layout), am.device))
                 if plan is not None and ab.epoch == am.epoch and plan.registry is _plugins._registry:
                     return _run(plan, sp, operands, name)
     except TypeError:  # unhashable dtypes (a list): _call makes them a tuple
@@ -282,8 +291,8 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
 
 def _call(sp: Any, operands: Sequence[Array], dtypes: Sequence[Dtype] | None,
           device: Rig | None, name: str | None) -> tuple[Array, ...]:
-    """``call`` of any arity: the plan under the spec's identity, else under
-    the spec, run where every operand lives; else the full path."""
+    """``call`` of any arity: the plan under the identity key, else under the
+    signature, run where every operand lives; else the full path."""
     registry = _registry()
     dts = dtypes if dtypes is None or type(dtypes) is tuple else tuple(dtypes)
     key: list[object] = [sp, dts, device]
@@ -298,7 +307,7 @@ def _call(sp: Any, operands: Sequence[Array], dtypes: Sequence[Dtype] | None,
             live = False
     signature = tuple(key)
     try:
-        plan = _plans.get((id(sp), *signature[1:])) or _plans.get(signature)
+        plan = _plans.get(_identity(signature)) or _plans.get(signature)
     except TypeError:  # a spec holding something unhashable: no plan
         return _full(sp, operands, dts, device, name, registry, None, live)
     if plan is None or plan.registry is not registry or not live:
@@ -391,7 +400,7 @@ def _full(sp: Any, ops: Sequence[Array], dtypes: tuple[Dtype, ...] | None, devic
     libraries = registry.libraries_for(dev)
     if decision.refusal is not None:
         if signature is not None:
-            _keep(signature, Plan(sp, registry, dev, decision.refusal, (), libraries, None))
+            _keep(signature, Plan(signature, registry, dev, decision.refusal, (), libraries, None))
         refused(fn, decision.refusal[0], ops, decision.refusal[1])
     dts, shapes = decision.dtypes, decision.shapes
     if len(dts) != len(shapes):
@@ -400,7 +409,8 @@ def _full(sp: Any, ops: Sequence[Array], dtypes: tuple[Dtype, ...] | None, devic
         layouts = [Layout.c_contiguous(sh) for sh in shapes]
         made = tuple([(dt, lay, (lay.numel * dt.bits + 7) // 8)  # D.bytes
                       for dt, lay in zip(dts, layouts, strict=True)])
-        plan = Plan(sp, registry, dev, None, made, libraries, _hook(sp, made, ops, dev, libraries))
+        plan = Plan(signature, registry, dev, None, made, libraries,
+                    _hook(sp, made, ops, dev, libraries))
         _keep(signature, plan)
         if live:
             return _run(plan, sp, ops, name)

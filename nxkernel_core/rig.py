@@ -114,9 +114,10 @@ class Rig:
         self._closed = False
         self._in_use = 0
         self._lock = threading.Lock()
-        #: Whether ``fresh`` may inline ``allocate``: no budget, and this
-        #: class's host allocator.
-        self._plain: Final = budget is None and type(self)._allocate is Rig._allocate
+        #: Whether ``fresh`` and a memory's release may inline ``allocate``'s
+        #: and ``_release``'s steps: no budget, and this class's host allocator.
+        self._plain: Final = (budget is None and type(self)._allocate is Rig._allocate
+                              and type(self)._release is Rig._release)
 
     def __repr__(self) -> str:
         return f"Rig({self.name!r})"
@@ -388,7 +389,11 @@ class Memory:
         try:
             dev = self.device
             if dev._lost is None:
-                dev._release(self)
+                if dev._plain:  # ``Rig._release``, inlined
+                    with dev._lock:
+                        dev._in_use -= self.nbytes
+                else:
+                    dev._release(self)
         except Exception:  # interpreter shutdown: the device may be gone
             pass
 

@@ -130,7 +130,7 @@ def test_a_warm_call_releases_its_claims_even_when_the_hook_fails() -> None:
         raise RuntimeError("hook failed")
 
     # A Plan is write-once: a failing one takes its place in the table.
-    failing_plan = caller.Plan(plan.spec, plan.registry, plan.device, None, plan.dsts,
+    failing_plan = caller.Plan(plan.signature, plan.registry, plan.device, None, plan.dsts,
                                plan.libraries, failing)
     keys = [k for k, p in caller._plans.items() if p is plan]
     for k in keys:
@@ -252,7 +252,7 @@ def test_a_prepared_hook_gives_the_kernel_methods_bits(dtype: str) -> None:
     host = plugins.discover().library("host")
     rng = np.random.default_rng(7)
     dt = D.by_name(dtype)
-    for shape in ((8,), (3, 5), (2, 3, 4), ()):
+    for shape in ((8,), (3, 5), (2, 3, 4), (), (1000,), (3, 300)):
         raw = rng.standard_normal(shape) * 4
         x = nx.asarray(raw.astype(np.bool_) if dt is D.bool_ else raw, dt)
         for spec in _specs(dt, len(shape)):
