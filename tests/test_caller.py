@@ -16,7 +16,7 @@ from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer, InvalidArgument
 from nxkernel_core.array import Array
 from nxkernel_core.kernel import KernelError, declining_library
-from nxkernel_core.layout import Range, Slice
+from nxkernel_core.layout import Layout, Range, Slice
 from nxkernel_core.prog import Binary, Prog
 
 ADD = Prog.binary(Binary.ADD, D.float32)
@@ -266,3 +266,34 @@ def test_a_prepared_hook_gives_the_kernel_methods_bits(dtype: str) -> None:
             assert getattr(host, spec.kernel)(spec, dsts, ops) is Answer.DONE
             for w, d in zip(warm, dsts, strict=True):
                 assert w.to_numpy().tobytes() == d.to_numpy().tobytes(), (spec, shape)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_prepared_matmul_gives_the_kernel_methods_bits(dtype: str) -> None:
+    """A warm nx.matmul (the host's prepared gemm) gives the bits the host
+    library's contract method gives, on aligned and offset operands; a
+    product past one chunk of rows, or of a strided operand, has no hook."""
+    host = plugins.discover().library("host")
+    rng = np.random.default_rng(11)
+    dt = D.by_name(dtype)
+    for (m, k, n), hooked in (((2, 4, 2), True), ((1, 1, 1), True), ((256, 33, 5), True),
+                              ((300, 3, 2), False)):
+        raw = rng.standard_normal(m * k + 1 + k * n).astype(dt.numpy_dtype)
+        whole = nx.asarray(raw)
+        a = whole.view(Slice((Range(1, m * k, 1),))).reshape([m, k])  # offset by one element
+        b = nx.asarray(raw[m * k + 1:].reshape(k, n))
+        for x in (a, nx.asarray(raw[1:m * k + 1].reshape(m, k))):
+            nx.matmul(x, b)
+            warm = nx.matmul(x, b)
+            sp = nx._matmul_spec(0, dt)
+            key = (sp, (dt,), None, dt, x.layout, x.device, dt, b.layout, b.device)
+            assert (caller._plans[key].hook is not None) is hooked
+            dst = Array.empty(dt, (m, n))
+            assert host.contract(sp, [dst], [x, b]) is Answer.DONE
+            assert warm.to_numpy().tobytes() == dst.to_numpy().tobytes(), (m, k, n)
+    strided = f32(range(16)).view(Slice((Range(0, 8, 2),))).reshape([2, 4])
+    if dt is D.float32:
+        nx.matmul(strided, f32(range(8)).reshape([4, 2]))
+        key = (nx._matmul_spec(0, dt), (dt,), None, dt, strided.layout, rig.host, dt,
+               Layout.c_contiguous((4, 2)), rig.host)
+        assert caller._plans[key].hook is None
