@@ -617,34 +617,47 @@ def matmul(a: object, b: object) -> Array:
     operand is a vector. Computed in the operands' dtype (float32 for narrow
     floats) and rounded into it."""
     fn = "nx.matmul"
-    x, y = _arrays(fn, [a, b])
-    if x.rank == 0 or y.rank == 0:
+    x, y = (a, b) if type(a) is Array and type(b) is Array else _arrays(fn, [a, b])
+    xs, ys = x.layout.shape, y.layout.shape
+    if not xs or not ys:
         raise InvalidArgument(f"{fn}: operands must have at least one axis ({describe([x, y])})")
-    if x.dtype is not y.dtype:
-        raise InvalidArgument(f"{fn}: operands of dtypes {x.dtype.name} and {y.dtype.name} differ")
-    vec_a, vec_b = x.rank == 1, y.rank == 1
-    xa = x.reshape([1, x.shape[0]]) if vec_a else x
-    yb = y.reshape([y.shape[0], 1]) if vec_b else y
-    if xa.shape[-1] != yb.shape[-2]:
+    dt = x.dtype
+    if dt is not y.dtype:
+        raise InvalidArgument(f"{fn}: operands of dtypes {dt.name} and {y.dtype.name} differ")
+    vec_a, vec_b = len(xs) == 1, len(ys) == 1
+    xa = x.reshape([1, xs[0]]) if vec_a else x
+    yb = y.reshape([ys[0], 1]) if vec_b else y
+    xs, ys = xa.layout.shape, yb.layout.shape
+    if xs[-1] != ys[-2]:
         refused(fn, Answer.SHAPE_MISMATCH, [x, y],
-                f"contracted extents {xa.shape[-1]} and {yb.shape[-2]} differ")
-    lead = xa.shape[:-2]
-    if yb.shape[:-2] != lead:
+                f"contracted extents {xs[-1]} and {ys[-2]} differ")
+    lead = xs[:-2]
+    if ys[:-2] != lead:
         try:
-            lead = tuple(np.broadcast_shapes(xa.shape[:-2], yb.shape[:-2]))
+            lead = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
         except ValueError:
             raise InvalidArgument(f"{fn}: batch shapes do not broadcast ({describe([x, y])})") from None
-    if xa.shape[:-2] != lead:
-        xa = xa.view(Broadcast((*lead, *xa.shape[-2:])))
-    if yb.shape[:-2] != lead:
-        yb = yb.view(Broadcast((*lead, *yb.shape[-2:])))
-    (r,) = call(_matmul_spec(len(lead), _acc_for(x.dtype)), xa, yb, dtypes=(x.dtype,), name=fn)
+        if xs[:-2] != lead:
+            xa = xa.view(Broadcast((*lead, *xs[-2:])))
+        if ys[:-2] != lead:
+            yb = yb.view(Broadcast((*lead, *ys[-2:])))
+    sp = _matmul_specs.get((len(lead), dt))
+    if sp is None:
+        sp = _matmul_specs[(len(lead), dt)] = _matmul_spec(len(lead), _acc_for(dt))
+    (r,) = call(sp, xa, yb, dtypes=(dt,), name=fn)
+    if not vec_a and not vec_b:
+        return r
     shape = list(r.shape)
     if vec_b:
         shape.pop(-1)
     if vec_a:
         shape.pop(-2 if not vec_b else -1)
     return r.reshape(shape) if shape != list(r.shape) else r
+
+
+#: matmul's spec by the batch axes' count and the operands' dtype (a dict:
+#: the warm call's look-up).
+_matmul_specs: Final[dict[tuple[int, Dtype], S.Contract]] = {}
 
 
 @functools.lru_cache(maxsize=256)
