@@ -30,7 +30,7 @@ from nxkernel_core.prog import In, Prog
 from nxkernel_cuda import device
 from nxkernel_cuda.library import LIBRARY as LIB
 
-#: The library these benchmarks measure (the runner's ``nxkernel bench cuda``).
+#: The library these benchmarks measure (the runner's ``python -m benchmarks.run cuda``).
 LIBRARY = "cuda"
 
 
