@@ -4,6 +4,7 @@ device, nor one with a dead buffer, a lost device or memory held exclusive."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -297,3 +298,94 @@ def test_a_prepared_matmul_gives_the_kernel_methods_bits(dtype: str) -> None:
         key = (nx._matmul_spec(0, dt), (dt,), None, dt, strided.layout, rig.host, dt,
                Layout.c_contiguous((4, 2)), rig.host)
         assert caller._plans[key].hook is None
+
+
+def _outcome(run: Any) -> tuple[str, object]:
+    """What a call gives: its result's dtype, shape and bits, or its error's type and message."""
+    try:
+        r = run()
+    except Exception as e:
+        return type(e).__name__, str(e)
+    return "done", (r.dtype, r.shape, bits(r))
+
+
+def _dead(prime: bool) -> tuple[str, object]:
+    x = f32(range(8))
+    if prime:
+        nx.add(f32(range(8)), f32(range(8)))
+    rig.consume(x.buffer, "donated to a test")
+    return _outcome(lambda: nx.add(x, x))
+
+
+def _lost_or_closed(prime: bool, lose: bool) -> tuple[str, object]:
+    dev = rig.memory_device("caller-gone")
+    try:
+        x = f32(range(8), dev)
+        if prime:
+            nx.sum(f32(range(8), dev))
+        if lose:
+            dev.lose("a test pulled it")
+        else:
+            dev.close()
+        return _outcome(lambda: nx.sum(x))
+    finally:
+        dev.close()
+
+
+def _exclusive(prime: bool) -> tuple[str, object]:
+    x = f32(range(8))
+    if prime:
+        nx.add(f32(range(8)), f32(range(8)))
+    with rig.with_claims(donate=[x.buffer]):
+        return _outcome(lambda: nx.add(x, x))
+
+
+def _shapes(prime: bool) -> tuple[str, object]:
+    x8, x3 = f32(range(8)), f32(range(3))
+    if prime:
+        nx.map(ADD, x8, x8)
+    return _outcome(lambda: nx.map(ADD, x8, x3)[0])
+
+
+def _dtypes(prime: bool) -> tuple[str, object]:
+    if prime:
+        nx.map(ADD, f32(range(8)), f32(range(8)))
+    f64 = nx.asarray(np.arange(8, dtype=np.float64))
+    return _outcome(lambda: nx.map(ADD, f64, f64)[0])
+
+
+def _layouts(prime: bool) -> tuple[str, object]:
+    if prime:
+        nx.add(f32(range(8)), f32(range(8)))
+    whole = f32(np.arange(17))
+    strided = whole.view(Slice((Range(0, 8, 2),)))
+    offset = whole.view(Slice((Range(9, 8, 1),)))
+    return _outcome(lambda: nx.add(nx.add(strided, strided), nx.add(offset, offset)))
+
+
+def _devices(prime: bool) -> tuple[str, object]:
+    dev = rig.memory_device("caller-two")
+    try:
+        if prime:
+            nx.add(f32(range(8)), f32(range(8)))
+            nx.add(f32(range(8), dev), f32(range(8), dev))
+        return _outcome(lambda: nx.add(f32(range(8)), f32(range(8), dev)))
+    finally:
+        dev.close()
+
+
+@pytest.mark.parametrize("scenario", [
+    _dead, functools.partial(_lost_or_closed, lose=True),
+    functools.partial(_lost_or_closed, lose=False), _exclusive, _shapes, _dtypes, _layouts,
+    _devices])
+def test_a_warm_call_answers_what_a_cold_call_answers(scenario: Any) -> None:
+    """Each call a cached plan must not let through (a dead buffer, a lost or
+    closed device, memory held exclusive, other shapes, dtypes, layouts or
+    devices) gets, after its signature's or a neighbour's plan was made, the
+    very answer it gets with no plan at all."""
+    caller._plans.clear()
+    cold = scenario(False)
+    warm = scenario(True)
+    assert warm == cold
+    if scenario is not _layouts:
+        assert warm[0] != "done", warm
