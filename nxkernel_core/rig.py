@@ -115,9 +115,10 @@ class Rig:
         self._in_use = 0
         self._lock = threading.Lock()
         #: Whether ``fresh`` and a memory's release may inline ``allocate``'s
-        #: and ``_release``'s steps: no budget, and this class's host allocator.
-        self._plain: Final = (budget is None and type(self)._allocate is Rig._allocate
-                              and type(self)._release is Rig._release)
+        #: and ``_release``'s steps: no budget, and this class's allocator.
+        cls = type(self)
+        self._plain: Final = (budget is None and cls.allocate is Rig.allocate
+                              and cls._allocate is Rig._allocate and cls._release is Rig._release)
 
     def __repr__(self) -> str:
         return f"Rig({self.name!r})"

@@ -166,3 +166,27 @@ def test_devices_are_named_from_the_first_statement() -> None:
     lines = done.stdout.splitlines()  # each refusal in one line
     assert len(lines) == 3 and lines[0] == "cuda-emu:0" and lines[1] == lines[2]
     assert lines[1].startswith("rig.device: cuda:0: ") and "(library nx.cuda)" in lines[1]
+
+
+def test_fresh_buffers_come_from_a_devices_own_allocator() -> None:
+    """``Rig.fresh`` (a warm call's destinations, ``Buffer.create``) inlines the
+    host allocator only for a device that keeps it: one overriding
+    ``allocate`` gets every fresh buffer from its own."""
+
+    class Counting(rig.Rig):
+        made = 0
+
+        def allocate(self, nbytes: int, access: rig.Access = rig.Access.READ_WRITE) -> rig.Memory:
+            Counting.made += 1
+            return super().allocate(nbytes, access)
+
+    dev = Counting("counting-rig")
+    rig.register(dev)
+    try:
+        x = Array.from_numpy(np.arange(4, dtype=np.float32), dev)
+        y = Array.empty(D.float32, [4], dev)
+        b = dev.fresh(8)
+        assert Counting.made == 3 and dev.in_use == 40
+        assert x.device is dev and y.device is dev and b.memory.device is dev
+    finally:
+        dev.close()
