@@ -9,14 +9,18 @@ library's place.
 
 **Plans.** Everything ``call`` decides depends on the call's *signature*
 alone: the spec, each operand's dtype, layout and device, and the ``dtypes``
-and ``device`` arguments. The first call of a signature makes its ``Plan``
-(the fit decision, the destinations' dtypes and layouts, the libraries to ask,
-and the first library's prepared hook where it offers one); a warm call looks
-the plan up, checks that its operands live (no dead buffer, no lost or closed
-device, no memory held exclusive), allocates, claims the operands through the
-door, calls the hook and releases. Any call whose operands do not live takes
-the full path, where the door answers its refusal. A plan is made under one
-discovery's registry and is never used under another.
+and ``device`` arguments. The first call of a signature makes its ``Plan``:
+the fit decision (or the refusal), the destinations' dtypes, layouts and
+sizes, the libraries to ask, and the first library's prepared hook where it
+offers one (the library checks its fit, compiles its program and reads its
+claims' needs once, there). A warm call is then: one look-up of the plan
+(by the spec's and the layouts' identities, ``_plans``), a test that the
+operands' buffers live and the device is neither lost nor closed, fresh
+destinations, the operands' read claims, the hook, and the release. Nothing
+else is checked again: the plan proves it. Any call whose operands do not
+live, or whose memory is held exclusive, takes the path a cold call takes,
+where the door answers its refusal. A plan is made under one discovery's
+registry and is never used under another.
 """
 
 from __future__ import annotations
