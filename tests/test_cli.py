@@ -212,7 +212,10 @@ def test_the_packages_load_nothing_of_a_checkout_by_path() -> None:
     root = Path(__file__).resolve().parent.parent
     for package in ("nxkernel_core", "nxkernel_host", "nxkernel_cuda"):
         for path in sorted((root / package).rglob("*.py")):
-            tree = ast.parse(path.read_text(), str(path))
+            text = path.read_text()
+            if not any(w in text for w in ("benchmarks", "examples", "spec_from_file_location")):
+                continue  # nothing to look at: parse only the modules that name them
+            tree = ast.parse(text, str(path))
             for node in ast.walk(tree):
                 if isinstance(node, ast.Attribute):
                     assert node.attr != "spec_from_file_location", path
