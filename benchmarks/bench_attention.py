@@ -2,14 +2,12 @@
 textbook NumPy version, side by side in one process.
 
 Cases: B = 1, H = 8, T = 1024 and 4096, d = 64 and 128, float32, causal and
-not, grouped (hq = 8, hk = 2) and paged (page 16), on ``NXKERNEL_THREADS``
-threads (the host library's one knob, read when it loads; default: the CPUs
-this process may use), PyTorch's intra-op pool and the textbook version's BLAS
-set to as many: run the suite with ``NXKERNEL_THREADS=1`` and ``=2`` for the
-one- and two-thread rows. Each
+not, grouped (hq = 8, hk = 2) and paged (page 16), on one and two threads
+(``nxkernel_host.threads`` for ours, ``torch.set_num_threads`` for PyTorch; the
+textbook version's BLAS pinned to one thread for the one-thread rows). Each
 row times ours, NumPy's and PyTorch's alternately and keeps the best of the
 repeats: one-thread rows by the calling thread's CPU time (all three run on
-it, so other processes' load does not count), others by wall time;
+it, so other processes' load does not count), two-thread rows by wall time;
 reporting ``ratio = numpy_s / ours_s`` and ``ratio_torch =
 torch_s / ours_s`` (above 1: ours is faster). At T = 4096 the rows also give
 the peak bytes each version allocates (``tracemalloc``, which sees NumPy's
@@ -24,15 +22,15 @@ import contextlib
 import importlib
 import json
 import math
-import os
 import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
+import nxkernel_host
 from benchmarks.machine import Watch
 from benchmarks.timing import check_within, failed_row, gamma
 from nxkernel_core import dtype as D
@@ -43,9 +41,8 @@ from nxkernel_core.kernel import Library, check_library
 from nxkernel_core.plugins import discover
 from nxkernel_core.prog import Prog
 
+#: The host library, through discovery.
 LIB: Library = check_library(discover().library("host"))
-#: The threads every row runs on: the host library's ``NXKERNEL_THREADS``.
-THREADS: Final = int(os.environ.get("NXKERNEL_THREADS", "0")) or len(os.sched_getaffinity(0))
 Arr = np.ndarray[Any, Any]
 
 
@@ -90,15 +87,15 @@ def _peak(f: Callable[[], Any]) -> int:
 
 @contextlib.contextmanager
 def _threads(n: int) -> Iterator[None]:
-    """PyTorch's intra-op pool and NumPy's BLAS (the textbook version's) on n
-    threads, as ours (``THREADS``)."""
+    """Ours on n threads, PyTorch's intra-op pool on n, and NumPy's BLAS (the
+    textbook version's) on n."""
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
     torch_previous = torch.get_num_threads() if torch is not None else 0
     if torch is not None:
         torch.set_num_threads(n)
     try:
-        with threadpool_limits(n, user_api="blas"):
+        with threadpool_limits(n, user_api="blas"), nxkernel_host.threads(n):
             yield
     finally:
         if torch is not None:
@@ -212,7 +209,7 @@ def _case(t: int, d: int, causal: bool, hk: int, page: int | None, threads: int,
                                                enable_gqa=hk != hq)
         fns.append(sdpa)
     # One thread: all three run on the calling thread, so its CPU time is their
-    # time, whatever else loads the machine; more threads: wall time.
+    # time, whatever else loads the machine; two threads: wall time.
     clock = time.thread_time if threads == 1 else time.perf_counter
     with _threads(threads), Watch() as watch:
         times = _best(fns, repeats, clock)
@@ -241,11 +238,12 @@ def run(quick: bool) -> list[dict[str, Any]]:
         repeats = (3 if quick else 7) if t <= 1024 else 2
         for d in dims:
             for causal in (True, False):
-                rows.append(_case(t, d, causal, 8, None, THREADS, repeats,
-                                  peak=t >= 4096 and THREADS == 1))
+                for threads in (1, 2):
+                    rows.append(_case(t, d, causal, 8, None, threads, repeats,
+                                      peak=t >= 4096 and threads == 1))
         for causal in (True, False):
-            rows.append(_case(t, 64, causal, 2, None, THREADS, repeats, peak=False))
-            rows.append(_case(t, 64, causal, 8, 16, THREADS, repeats, peak=False))
+            rows.append(_case(t, 64, causal, 2, None, 1, repeats, peak=False))
+            rows.append(_case(t, 64, causal, 8, 16, 1, repeats, peak=False))
     return rows
 
 

@@ -8,8 +8,9 @@ Modules, by layer:
   the launch checks, the Module and Function protocols), ``runtime`` (the GPU:
   ``cuda:N``, its cubins as CuPy RawModules, their launches, CUDA errors as
   device errors), ``device`` (``cuda-emu:N``, ``availability()``, opening
-  the devices) and ``emulator`` (``emu_cuda.h`` and the driver that runs
-  kernels on the CPU);
+  the devices), ``emulator`` (``emu_cuda.h`` and the driver that runs
+  kernels on the CPU) and ``interchange`` (DLPack, the CUDA array interface
+  and device copies, for ``nxkernel_core.array_api``);
 * compile: ``build`` (sources, NVRTC to cubin, ``CompileError``,
   ``NXKERNEL_CUDA_DUMP``), ``nvrtc`` (every NVRTC 12 and 13 found, and the
   one the driver runs the cubins of), ``cache`` (the disk cache of cubins and
