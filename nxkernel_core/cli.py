@@ -1,4 +1,4 @@
-"""The ``nxkernel`` command: ``info`` and ``check``.
+"""The ``nxkernel`` command: ``info``, ``check`` and ``bench``.
 
 ``nxkernel info [--statements] [--json]`` shows what discovery found, answer
 first: a table of the plugins and their libraries (in the order the caller
@@ -11,7 +11,9 @@ nxkernel_core`` is the same command.
 
 The benchmarks and the examples belong to a source checkout, not to the
 installed package: run them there as modules (``python -m benchmarks.run``,
-``python -m examples.minilm``).
+``python -m examples.minilm``). ``nxkernel bench [ARG…]``, in a checkout's
+root, is ``python -m benchmarks.run [ARG…]`` run there (the package imports
+none of it); elsewhere it says where to run it.
 
 Every command returns its exit status: 0 for success, 2 where it could not
 run (a plugin that ``NXKERNEL_PLUGINS`` names fails, an unknown library, no
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from typing import Any, Final
@@ -187,6 +190,13 @@ def _check(args: argparse.Namespace) -> int:
                             "--nxkernel-library", args.library, *args.pytest_args]))
 
 
+def _bench(bench_args: Sequence[str]) -> int:
+    if not os.path.isfile(os.path.join("benchmarks", "run.py")):
+        return _fail("bench", f"no benchmarks/run.py in {os.getcwd()}: the benchmarks belong to a"
+                     " source checkout; run nxkernel bench (or python -m benchmarks.run) in its root")
+    return subprocess.call([sys.executable, "-m", "benchmarks.run", *bench_args])
+
+
 # --------------------------------------------------------------------------
 # main
 # --------------------------------------------------------------------------
@@ -210,12 +220,20 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("library", metavar="LIBRARY")
     check.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST_ARG")
     check.set_defaults(run=_check)
+    bench = commands.add_parser(
+        "bench", help="in a source checkout's root: run its benchmarks (python -m benchmarks.run)",
+        description="Run python -m benchmarks.run in the current directory, a source checkout's"
+        " root; every argument goes to it (see its --help).")
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER, metavar="ARG")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``nxkernel`` command with ``argv`` (default ``sys.argv[1:]``) and
     return its exit status; with no command, print the usage and return 2."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # every argument, options too, is the benchmarks'
+        return _bench(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:

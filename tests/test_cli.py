@@ -1,5 +1,6 @@
 """The nxkernel command: info (text and JSON, in-process and as
-``python -m nxkernel_core``) and check; bench and demo are not commands."""
+``python -m nxkernel_core``), check, and bench (a checkout's benchmarks run
+there as a module); demo is not a command."""
 
 from __future__ import annotations
 
@@ -197,13 +198,35 @@ def test_check_without_pytest(
 # ---- what the package does not do ----------------------------------------------
 
 
-def test_bench_and_demo_are_not_commands(capsys: pytest.CaptureFixture[str]) -> None:
-    """The benchmarks and examples belong to a checkout: run as modules there."""
-    for command in ("bench", "demo"):
-        with pytest.raises(SystemExit) as exit_:
-            cli.main([command])
-        assert exit_.value.code == 2
-        assert f"invalid choice: '{command}'" in capsys.readouterr().err
+def test_demo_is_not_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """The examples belong to a checkout: run as modules there."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["demo"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'demo'" in capsys.readouterr().err
+
+
+def test_bench_outside_a_checkout_says_where_to_run_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bench", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "no benchmarks/run.py in" in err and "source checkout" in err
+
+
+def test_bench_runs_the_checkouts_benchmarks_as_a_module_with_its_arguments(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in checkout whose benchmarks.run writes its argv and exits 3:
+    ``nxkernel bench`` runs it as a module there and returns its status."""
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "__init__.py").write_text("")
+    (tmp_path / "benchmarks" / "run.py").write_text(
+        "import pathlib, sys\n"
+        "pathlib.Path('argv.txt').write_text(' '.join([__name__, *sys.argv[1:]]))\n"
+        "sys.exit(3)\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bench", "--quick", "host"]) == 3
+    assert (tmp_path / "argv.txt").read_text() == "__main__ --quick host"
 
 
 def test_the_packages_load_nothing_of_a_checkout_by_path() -> None:
