@@ -50,6 +50,7 @@ from .launch import Module, Pointer
 __all__ = [
     "EMULATE_VARIABLE",
     "MIN_DRIVER",
+    "WORD",
     "CudaDevice",
     "CudaRig",
     "EmuDevice",
@@ -66,6 +67,21 @@ EMULATE_VARIABLE: Final = "NXKERNEL_CUDA_EMULATE"
 #: (a 525 driver), with cupy-cuda12x and NVRTC 12 (``nxkernel[cuda12]``);
 #: CUDA 13 drivers (580 and later) run either, and cupy-cuda13x with NVRTC 13.
 MIN_DRIVER: Final = 12000
+
+#: Every allocation of a CUDA device starts at a multiple of ``WORD`` bytes and
+#: spans a whole number of words (``nbytes`` rounded up): a sub-byte store
+#: (``nxk_st_bits``) updates the aligned 32-bit word holding its byte with
+#: atomics (CUDA has none narrower than 16 bits, and no aligned word of 2 or 4
+#: bytes lies inside a 1-byte allocation), which reach up to 3 bytes past an
+#: array's last byte, never before an allocation's start. Without the padding
+#: such a store past an allocation's end is what compute-sanitizer's memcheck
+#: and the emulator's report.
+WORD: Final = 4
+
+
+def _words(nbytes: int) -> int:
+    """``nbytes`` rounded up to whole words (at least one)."""
+    return max(-(-nbytes // WORD) * WORD, WORD)
 
 
 def emulation_requested() -> bool:
@@ -209,16 +225,12 @@ class EmuDevice(CudaRig):
         self.allocations: Final = emulator.Allocations()
 
     def _allocate(self, nbytes: int) -> npt.NDArray[np.uint8] | None:
-        """Host bytes, registered with the memory checker rounded up to a
-        4-byte word: the sub-byte stores (``nxk_st_bits``) read and write the
-        aligned word holding their byte with 32-bit atomics, which reach up to
-        3 bytes past an array's end. A GPU's allocations are padded far more
-        (256 bytes), so it does not fault there; compute-sanitizer would
-        report it. (Rig's host bytes are padded, so the word exists.)"""
-        raw = super()._allocate(nbytes)
+        """Host bytes of whole words (:data:`WORD`), registered with the memory
+        checker as one allocation; the memory's ``nbytes`` are the first."""
+        raw = super()._allocate(_words(nbytes))
         assert raw is not None  # Rig's memory is host memory
-        self.allocations.add(int(raw.__array_interface__["data"][0]), -(-nbytes // 4) * 4)
-        return raw
+        self.allocations.add(int(raw.__array_interface__["data"][0]), raw.size)
+        return raw[:nbytes]
 
     def _release(self, memory: Memory) -> None:
         host = memory.host_bytes
@@ -268,9 +280,9 @@ class CudaDevice(CudaRig):
     # ---- memory ---------------------------------------------------------------
 
     def allocate(self, nbytes: int, access: Access = Access.READ_WRITE) -> Memory:
-        """A fresh zeroed device memory of ``nbytes``; its handle is CuPy's
-        ``MemoryPointer``. ``OutOfMemory`` past the budget or where CUDA has
-        no room."""
+        """A fresh zeroed device memory of ``nbytes`` (allocated in whole
+        words, :data:`WORD`); its handle is CuPy's ``MemoryPointer``.
+        ``OutOfMemory`` past the budget or where CUDA has no room."""
         # Rig.allocate makes a Memory without a handle, so this overrides it;
         # the budget and in-use accounting are Rig's own.
         import cupy
@@ -288,8 +300,8 @@ class CudaDevice(CudaRig):
             # Allocated with the device's stream current, so CuPy's pool only
             # hands a freed block back to work ordered after its last use.
             with gpu.guard(self, nbytes), self._current(), self.stream:
-                ptr = cupy.cuda.alloc(max(nbytes, 1))
-                cupy.cuda.runtime.memsetAsync(ptr.ptr, 0, max(nbytes, 1), self.stream.ptr)
+                ptr = cupy.cuda.alloc(_words(nbytes))  # whole words: WORD
+                cupy.cuda.runtime.memsetAsync(ptr.ptr, 0, _words(nbytes), self.stream.ptr)
         except BaseException:
             with self._lock:
                 self._in_use -= nbytes
