@@ -137,10 +137,9 @@ MEMCHECK_VARIABLE: Final = "NXKERNEL_EMU_MEMCHECK"
 
 def memcheck() -> bool:
     """Whether kernels are built with the memory checker (``$NXKERNEL_EMU_MEMCHECK``
-    set and not ``0``). Off by default: one run of the whole conformance kit
-    under it crashed inside an emulated ``eigh`` launch, not yet understood, so
-    the checker runs where it is asked for (its own tests and the alignment
-    tests turn it on) until that is settled."""
+    set and not ``0``). Off by default, and in the default test run but for its
+    own tests and the alignment tests; CI runs a chosen subset under it too
+    (``.ci/run``, ``emulator/README.md``)."""
     return os.environ.get(MEMCHECK_VARIABLE, "") not in ("", "0")
 
 
