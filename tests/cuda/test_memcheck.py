@@ -222,12 +222,11 @@ def test_code_of_the_module_another_thread_runs_during_a_launch_is_not_the_kerne
     flag = Array.from_numpy(np.zeros(4, np.int32), emu)
     view = flag.buffer.host_view().view(np.int32)
     failures: list[BaseException] = []
+    returned = threading.Event()
 
     def other() -> None:
         try:
-            for _ in range(10_000):  # until the kernel runs (10 s at most)
-                if view[1] != 0:
-                    break
+            while view[1] == 0 and not returned.is_set():  # until the kernel runs
                 time.sleep(0.001)
             module.function("fault_bits")  # the module's code, on this thread
         except BaseException as e:
@@ -236,8 +235,11 @@ def test_code_of_the_module_another_thread_runs_during_a_launch_is_not_the_kerne
 
     worker = threading.Thread(target=other)
     worker.start()
-    module.function("fault_wait")(1, 32, [emu.pointer(flag.buffer), np.int64(1 << 32)])
-    worker.join()
+    try:
+        module.function("fault_wait")(1, 32, [emu.pointer(flag.buffer), np.int64(1 << 32)])
+    finally:
+        returned.set()
+        worker.join()
     assert not failures and emu.lost is None
     assert view[2] == 1  # the kernel saw the other thread finish while it ran
 
