@@ -137,9 +137,8 @@ MEMCHECK_VARIABLE: Final = "NXKERNEL_EMU_MEMCHECK"
 
 def memcheck() -> bool:
     """Whether kernels are built with the memory checker (``$NXKERNEL_EMU_MEMCHECK``
-    set and not ``0``). Off by default, and in the default test run but for its
-    own tests and the alignment tests; CI runs a chosen subset under it too
-    (``.ci/run``, ``emulator/README.md``)."""
+    set and not ``0``). Off by default; the CUDA tests turn it on
+    (``tests/cuda/conftest.py``, ``emulator/README.md``)."""
     return os.environ.get(MEMCHECK_VARIABLE, "") not in ("", "0")
 
 
