@@ -24,7 +24,9 @@ contraction states the contract's ceiling γ(2K + 2) as its e(K). The guide
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from . import fits
@@ -71,6 +73,37 @@ def _general_misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]
     return None
 
 
+def _scan_misfit(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]
+                 ) -> Answer | None:
+    """Counts (a carry alone is no call), the scans' refusal rule over the
+    loop's rank, the first destination's dtype the spec fixes, then the
+    results' shapes."""
+    if (len(operands) != spec.n_operands() or len(dsts) != spec.n_results()
+            or len(operands) == spec.carry):
+        return Answer.BAD_ARITY
+    loads = operands[spec.carry:]
+    found = SH.scan_refusal(spec.prog, fits.loop_rank(spec.loads, loads), spec.reduction,
+                            spec.output, [d.dtype for d in dsts],
+                            operands[0].dtype if spec.carry else None, [a.dtype for a in loads],
+                            spec.loads)
+    if found is not None:
+        return found[0]
+    if dsts[0].dtype is not spec.dtype:
+        return Answer.WRONG_DTYPE
+    want = SH.scan(spec, [a.shape for a in operands])
+    if isinstance(want, SH.Error) or any(d.shape != w for d, w in zip(dsts, want, strict=True)):
+        return Answer.SHAPE_MISMATCH
+    return None
+
+
+def _contract_misfit(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]
+                     ) -> Answer | None:
+    """``shape.contract_refusal``: counts, shapes, then the scales' and ids'
+    dtypes (the destination's dtype is the caller's choice)."""
+    return SH.contract_refusal(spec, [d.shape for d in dsts], [o.shape for o in operands],
+                               [o.dtype for o in operands])
+
+
 _ROUTINES = ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")
 
 #: The fit check of each kernel whose rule the core states in full; the others
@@ -78,6 +111,8 @@ _ROUTINES = ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")
 _MISFITS: Mapping[str, Callable[[Any, Sequence[Array], Sequence[Array]], Answer | None]] = {
     "map": fits.map_misfit,
     "reduce": fits.reduce_misfit,
+    "scan": _scan_misfit,
+    "contract": _contract_misfit,
     **{k: fits.move_misfit for k in ("gather", "range_gather", "scatter", "sort", "numbering",
                                      "assemble")},
     "fft": fits.fft_misfit,
@@ -113,9 +148,12 @@ class Library:
     """A kernel library whose kernels are hooks (see the module's doc).
 
     A subclass sets ``name`` and ``summary``, and may set ``priority``,
-    ``concurrent``, ``association``, ``algorithms``, ``open_choices`` and
-    ``models`` (the device models it computes on), and define
-    ``error_factor``.
+    ``concurrent``, ``association``, ``algorithms``, ``open_choices``,
+    ``prose``, ``ulps``, ``not_computed`` and ``models`` (the device models
+    it computes on), and define ``error_factor``; one whose arrays are not in
+    the host's memory defines ``_door`` and ``computes_on``. The statement is
+    made on first use (:meth:`_make_statement`), so a subclass whose parts
+    cost (a probe of its devices) pays only when it is read.
     """
 
     #: The library's name, as discovery lists it.
@@ -131,11 +169,34 @@ class Library:
     association: ClassVar[Mapping[str, str]] = {}
     algorithms: ClassVar[Mapping[str, str]] = {}
     open_choices: ClassVar[Mapping[str, str]] = {}
+    #: The statement's prose of a kernel where its hook's docstring is not it.
+    prose: ClassVar[Mapping[str, str]] = {}
+    #: The ulp bounds of the inexact kinds its programs compute (``Statement.ulps``).
+    ulps: ClassVar[Mapping[str, Mapping[str, int]]] = {}
+    #: Why a kernel without a hook declines, where more is to be said than
+    #: ``"NAME computes no KERNEL"``.
+    not_computed: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self) -> None:
         if not self.name:
             raise TypeError(f"{type(self).__name__}: a Library states its name")
-        self.statement: Statement = Statement(
+        self._made: Statement | None = None
+        self._making = threading.Lock()
+
+    @property
+    def statement(self) -> Statement:
+        """The statement, made on first use by :meth:`_make_statement`."""
+        made = self._made
+        if made is None:
+            with self._making:
+                if self._made is None:
+                    self._made = self._make_statement()
+                made = self._made
+        return made
+
+    def _make_statement(self) -> Statement:
+        """The statement of the class's parts and hooks (see the module's doc)."""
+        return Statement(
             library=self.name,
             summary=self.summary,
             computes={k: self._kernel_statement(k) for k in KERNEL_NAMES},
@@ -144,6 +205,7 @@ class Library:
             algorithms=self.algorithms,
             open_choices=self.open_choices,
             concurrent=self.concurrent,
+            ulps=self.ulps,
         )
 
     def __repr__(self) -> str:
@@ -158,6 +220,12 @@ class Library:
         """e(K): the contract's ceiling γ(2K + 2) unless a subclass states less."""
         return gamma(2 * k + 2, unit_roundoff(dt))
 
+    def _door(self, dsts: Sequence[Array], operands: Sequence[Array]
+              ) -> AbstractContextManager[Answer | None]:
+        """The door a call that fits and is not declined passes: the core's,
+        for arrays in the host's memory (``OFF_HOST`` for others)."""
+        return door(dsts, operands, need_host=True)
+
     def _hook(self, kernel: str) -> Hook | None:
         # On the class: an instance attribute is never taken for a hook.
         hook = getattr(type(self), f"_{kernel}", None)
@@ -166,11 +234,11 @@ class Library:
     def _kernel_statement(self, kernel: str) -> KernelStatement:
         hook = self._hook(kernel)
         if hook is None:
-            reason = f"{self.name} computes no {kernel}"
+            reason = self.not_computed.get(kernel, f"{self.name} computes no {kernel}")
             return KernelStatement(f"declines every case: {reason}", lambda call: reason)
         declines: Callable[[Call], str | None] = getattr(
             self, f"_declines_{kernel}", lambda call: None)
-        prose = " ".join((hook.__doc__ or f"computes {kernel}").split())
+        prose = self.prose.get(kernel) or " ".join((hook.__doc__ or f"computes {kernel}").split())
         return KernelStatement(prose, declines)
 
     def _run(self, kernel: str, spec: Any, dsts: Sequence[Array],
@@ -183,7 +251,7 @@ class Library:
             return Answer.DECLINED
         hook = self._hook(kernel)
         assert hook is not None  # a kernel without a hook declines every case
-        with door(dsts, operands, need_host=True) as refused:
+        with self._door(dsts, operands) as refused:
             if refused is not None:
                 return refused
             hook(spec, dsts, operands)

@@ -79,18 +79,16 @@ from collections.abc import Sequence
 from typing import Final
 
 from nxkernel_core import dtype as D
-from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
+from nxkernel_core.declines import contract_declines
 from nxkernel_core.dtype import Dtype
-from nxkernel_core.kernel import Call, KernelStatement, gamma, unit_roundoff
+from nxkernel_core.kernel import Call, gamma, unit_roundoff
 
 from . import contract_mma, contract_simt, loops
 from .build import Source
 
-__all__ = ["ALGORITHM", "ASSOCIATION", "PROSE", "STATEMENT", "contract", "declines", "error_factor",
+__all__ = ["ALGORITHM", "ASSOCIATION", "PROSE", "contract", "declines", "error_factor",
            "sources"]
 
 #: Operand (and init) dtypes each float accumulator takes: all convert exactly.
@@ -135,27 +133,11 @@ def _dst_reason(acc: Dtype, dst: Dtype) -> str | None:
 
 
 def _spec_reason(spec: S.Contract, dst: Dtype, operands: Sequence[Dtype]) -> str | None:
-    """Why nx.cuda declines ``spec`` with these dtypes (of a fitting call), or None."""
-    acc = spec.acc
-    names = ["a", "b"] + ["init"] * spec.init
-    for what, dt in zip(names, operands, strict=False):
-        why = _operand_reason(what, dt, acc)
-        if why is not None:
-            return why
-    rest = iter(operands[len(names):])
-    for side, sk in zip("ab", spec.scales, strict=True):
-        if sk is None:
-            continue
-        sdt = next(rest)
-        if sk is S.ScaleKind.EXPONENT and acc.is_int:
-            return f"{side}'s Exponent scale into the integer {acc.name} accumulator"
-        if sk is S.ScaleKind.VALUE:
-            if acc.is_complex:
-                return f"{side}'s Value scale into the complex {acc.name} accumulator"
-            why = _operand_reason(f"{side}'s Value scale", sdt, acc)
-            if why is not None:
-                return why
-    return _dst_reason(acc, dst)
+    """Why nx.cuda declines ``spec`` with these dtypes (of a fitting call), or
+    None: the core's walk (``declines.contract_declines``) with nx.cuda's
+    operand and destination rules (init converts as an operand does)."""
+    return contract_declines(spec, dst, operands, operand=_operand_reason, init=_operand_reason,
+                             result=_dst_reason)
 
 
 def _aliasing_reason(dsts: Sequence[Array], operands: Sequence[Array], spec: S.Contract) -> str | None:
@@ -167,12 +149,10 @@ def _aliasing_reason(dsts: Sequence[Array], operands: Sequence[Array], spec: S.C
 
 
 def declines(call: Call) -> str | None:
-    """Why ``contract`` declines ``call``, or None where it computes it (a call
-    that does not fit is None here: the kernel refuses it)."""
+    """Why ``contract`` declines ``call`` (one that fits), or None where it
+    computes it."""
     spec = call.spec
     assert isinstance(spec, S.Contract)
-    if len(call.dsts) != 1 or len(call.operands) != spec.n_operands():
-        return None
     why = _spec_reason(spec, call.dsts[0].dtype, [o.dtype for o in call.operands])
     return why if why is not None else _aliasing_reason(call.dsts, call.operands, spec)
 
@@ -191,38 +171,19 @@ def error_factor(k: int, acc: Dtype) -> float:
     return max(simt, contract_mma.error_factor(k)) if acc is D.float32 else simt
 
 
-def _misfit(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit (``shape.contract_refusal``)."""
-    return SH.contract_refusal(spec, [d.shape for d in dsts], [o.shape for o in operands],
-                               [o.dtype for o in operands])
-
-
-def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """``dst = init + Σ a·b`` over the contracting pairs in ``spec.acc``, each
-    output a chain in increasing K with init added last, rounded once into dst
-    (see the module's doc). Operands: a, b, [init], [a's scale], [b's scale],
-    [ids]."""
-    misfit = _misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    dev = loops.cuda_device([*dsts, *operands])
-    if dev is None or any(x.device is not dev for x in (*dsts, *operands)):
-        return Answer.WRONG_DEVICE
-    dtypes = [o.dtype for o in operands]
-    if (_spec_reason(spec, dsts[0].dtype, dtypes) is not None
-            or _aliasing_reason(dsts, operands, spec) is not None):
-        return Answer.DECLINED
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        if contract_mma.takes(dev, spec, dtypes, [o.shape for o in operands]):
-            contract_mma.launch(dev, spec, dsts[0], operands)
-        elif (spec.acc.is_complex or spec.segments is not None
-              or any(s is not None for s in spec.scales)):
-            contract_simt.launch_general(dev, spec, dsts[0], operands)
-        else:
-            contract_simt.launch_tiled(dev, spec, dsts[0], operands)
-    return Answer.DONE
+def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``dst = init + Σ a·b`` of a call that fits and is not declined, its
+    arrays claimed: over the contracting pairs in ``spec.acc``, each output a
+    chain in increasing K with init added last, rounded once into dst (see the
+    module's doc). Operands: a, b, [init], [a's scale], [b's scale], [ids]."""
+    dev = loops.device_of(dsts)
+    if contract_mma.takes(dev, spec, [o.dtype for o in operands], [o.shape for o in operands]):
+        contract_mma.launch(dev, spec, dsts[0], operands)
+    elif (spec.acc.is_complex or spec.segments is not None
+          or any(s is not None for s in spec.scales)):
+        contract_simt.launch_general(dev, spec, dsts[0], operands)
+    else:
+        contract_simt.launch_tiled(dev, spec, dsts[0], operands)
 
 
 #: What contract computes and declines, in words.
@@ -300,6 +261,3 @@ ALGORITHM: Final = (
     "(below 2^-126 one rounding, at most 2^-150 an instruction) and overflow, which the contract's bound "
     "bars; where the exact value is in float32's range it is finite though the two scales' product is not."
 )
-
-#: The statement entry of contract.
-STATEMENT: Final = KernelStatement(PROSE, declines)
