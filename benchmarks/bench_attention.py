@@ -38,10 +38,11 @@ from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.kernel import Library, check_library
+from nxkernel_core.plugins import discover
 from nxkernel_core.prog import Prog
-from nxkernel_host.library import library
 
-LIB: Library = check_library(library)
+#: The host library, through discovery.
+LIB: Library = check_library(discover().library("host"))
 Arr = np.ndarray[Any, Any]
 
 

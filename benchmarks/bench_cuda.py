@@ -27,14 +27,13 @@ from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.prog import In, Prog
-from nxkernel_cuda import device
-from nxkernel_cuda.library import LIBRARY as LIB
 
-#: The library these benchmarks measure (the runner's ``nxkernel bench cuda``).
+#: The library these benchmarks measure (the runner's ``python -m benchmarks.run cuda``).
 LIBRARY = "cuda"
 
 
-def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
+def _cases(dev: Any, n: int, repeats: int) -> list[dict[str, Any]]:
+    lib = timing.cuda_library()
     import cupy as cp
 
     rng = np.random.default_rng(n)
@@ -58,7 +57,7 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
     spec_map = S.Map(fused, (S.PLAIN,) * 3)
 
     def ours_map() -> None:
-        assert LIB.map(spec_map, [out], [ga, gb, gc]) is Answer.DONE
+        assert lib.map(spec_map, [out], [ga, gb, gc]) is Answer.DONE
         sync_ours()
 
     def cupy_map() -> Any:
@@ -78,7 +77,7 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
     spec_sum = S.Reduce(ident, (S.PLAIN,), (0,), ((S.Monoid.SUM, 0, D.float32),))
 
     def ours_sum() -> None:
-        assert LIB.reduce(spec_sum, [total], [ga]) is Answer.DONE
+        assert lib.reduce(spec_sum, [total], [ga]) is Answer.DONE
         sync_ours()
 
     def cupy_sum() -> Any:
@@ -99,7 +98,7 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
     spec_lse = S.Reduce(ident, (S.PLAIN,), (0,), ((S.Logsumexp(), 0, D.float32),))
 
     def ours_lse() -> None:
-        assert LIB.reduce(spec_lse, [lse], [ga]) is Answer.DONE
+        assert lib.reduce(spec_lse, [lse], [ga]) is Answer.DONE
         sync_ours()
 
     def cupy_lse() -> Any:
@@ -120,7 +119,7 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
     spec_scan = S.Scan(ident, (S.PLAIN,), 0, S.Monoid.SUM, 0, D.float32)
 
     def ours_scan() -> None:
-        assert LIB.scan(spec_scan, [scanned], [ga]) is Answer.DONE
+        assert lib.scan(spec_scan, [scanned], [ga]) is Answer.DONE
         sync_ours()
 
     def cupy_scan() -> Any:
@@ -141,7 +140,7 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
     spec_sort = S.Sort(0)
 
     def ours_sort() -> None:
-        assert LIB.sort(spec_sort, [values, positions], [ga]) is Answer.DONE
+        assert lib.sort(spec_sort, [values, positions], [ga]) is Answer.DONE
         sync_ours()
 
     def cupy_sort() -> Any:
@@ -166,7 +165,7 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
     taken = Array.empty(D.float32, (n,), dev)
 
     def ours_gather() -> None:
-        assert LIB.gather(S.Gather(0), [taken], [gi, ga]) is Answer.DONE
+        assert lib.gather(S.Gather(0), [taken], [gi, ga]) is Answer.DONE
         sync_ours()
 
     def cupy_gather() -> Any:
@@ -186,11 +185,9 @@ def _cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]
 def run(quick: bool) -> list[dict[str, Any]]:
     """The rows of every case at every size; none (with the reason printed)
     where no CUDA GPU is usable."""
-    ok, why = device.availability()
-    if not ok:
-        print(f"bench_cuda: no CUDA GPU is usable here, so nothing is measured: {why}", file=sys.stderr)
+    dev = timing.cuda_device("bench_cuda")
+    if dev is None:
         return []
-    dev = device.CudaDevice(0)
     sizes = (10**6,) if quick else (10**6, 10**7)
     rows: list[dict[str, Any]] = []
     for n in sizes:

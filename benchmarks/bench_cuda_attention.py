@@ -34,10 +34,8 @@ from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.prog import Prog
-from nxkernel_cuda import device
-from nxkernel_cuda.library import LIBRARY as LIB
 
-#: The library these benchmarks measure (the runner's ``nxkernel bench cuda``).
+#: The library these benchmarks measure (the runner's ``python -m benchmarks.run cuda``).
 LIBRARY = "cuda"
 
 
@@ -48,8 +46,9 @@ def _program(causal: bool) -> Prog:
     return b.finish(seen, b.copy(b.ins[0]))
 
 
-def _case(dev: device.CudaDevice, name: str, b: int, h: int, tq: int, tk: int, d: int, causal: bool,
+def _case(dev: Any, name: str, b: int, h: int, tq: int, tk: int, d: int, causal: bool,
           repeats: int) -> dict[str, Any]:
+    lib = timing.cuda_library()
     import torch
     import torch.nn.functional as F
 
@@ -64,7 +63,7 @@ def _case(dev: device.CudaDevice, name: str, b: int, h: int, tq: int, tk: int, d
     spec = S.Attention(_program(causal), (), 1.0 / math.sqrt(d), D.float32, S.Dense())
 
     def ours() -> None:
-        assert LIB.attention(spec, [o, lse], [q, k, v]) is Answer.DONE
+        assert lib.attention(spec, [o, lse], [q, k, v]) is Answer.DONE
         dev.synchronize()
 
     def theirs() -> Any:
@@ -84,10 +83,8 @@ def _case(dev: device.CudaDevice, name: str, b: int, h: int, tq: int, tk: int, d
 def run(quick: bool) -> list[dict[str, Any]]:
     """The rows of every case; none (with the reason printed) where no CUDA
     GPU or no PyTorch with CUDA is usable."""
-    ok, why = device.availability()
-    if not ok:
-        print(f"bench_cuda_attention: no CUDA GPU is usable here, so nothing is measured: {why}",
-              file=sys.stderr)
+    dev = timing.cuda_device("bench_cuda_attention")
+    if dev is None:
         return []
     try:
         import torch
@@ -98,7 +95,6 @@ def run(quick: bool) -> list[dict[str, Any]]:
     if not torch.cuda.is_available():
         print("bench_cuda_attention: PyTorch sees no CUDA device, so nothing is measured", file=sys.stderr)
         return []
-    dev = device.CudaDevice(0)
     b, h, t, d = (1, 8, 1024, 128) if quick else (4, 32, 4096, 128)
     repeats = 3 if quick else 10
     return [

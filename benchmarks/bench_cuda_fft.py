@@ -27,15 +27,14 @@ from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_cuda import device
-from nxkernel_cuda.library import LIBRARY as LIB
 
-#: The library these benchmarks measure (the runner's ``nxkernel bench cuda``).
+#: The library these benchmarks measure (the runner's ``python -m benchmarks.run cuda``).
 LIBRARY = "cuda"
 
 
-def _case(dev: device.CudaDevice, lines: int, n: int, repeats: int) -> dict[str, Any]:
+def _case(dev: Any, lines: int, n: int, repeats: int) -> dict[str, Any]:
     """One forward C2c case of ``lines`` lines of n complex64 points."""
+    lib = timing.cuda_library()
     import cupy as cp
 
     rng = np.random.default_rng(n)
@@ -46,7 +45,7 @@ def _case(dev: device.CudaDevice, lines: int, n: int, repeats: int) -> dict[str,
     spec = S.Fft((1,), S.Direction.FORWARD, S.C2c())
 
     def ours() -> None:
-        assert LIB.fft(spec, [out], [x]) is Answer.DONE
+        assert lib.fft(spec, [out], [x]) is Answer.DONE
         dev.synchronize()
 
     def theirs() -> Any:
@@ -66,11 +65,9 @@ def _case(dev: device.CudaDevice, lines: int, n: int, repeats: int) -> dict[str,
 def run(quick: bool) -> list[dict[str, Any]]:
     """The rows of every case; none (with the reason printed) where no CUDA
     GPU is usable."""
-    ok, why = device.availability()
-    if not ok:
-        print(f"bench_cuda_fft: no CUDA GPU is usable here, so nothing is measured: {why}", file=sys.stderr)
+    dev = timing.cuda_device("bench_cuda_fft")
+    if dev is None:
         return []
-    dev = device.CudaDevice(0)
     repeats = 5 if quick else 20
     cases = [(1, 1 << 20), (256, 4096)] if quick else [(1, 1 << 24), (1024, 4096), (1, (1 << 20) + 7)]
     return [_case(dev, lines, n, repeats) for lines, n in cases]

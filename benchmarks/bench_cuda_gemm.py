@@ -41,10 +41,8 @@ from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_cuda import device
-from nxkernel_cuda.library import LIBRARY as LIB
 
-#: The library these benchmarks measure (the runner's ``nxkernel bench cuda``).
+#: The library these benchmarks measure (the runner's ``python -m benchmarks.run cuda``).
 LIBRARY = "cuda"
 
 #: Groups of the grouped GEMM.
@@ -54,14 +52,15 @@ GROUPS = 8
 MX_BLOCK = 32
 
 
-def _against_torch_matmul(dev: device.CudaDevice, spec: S.Contract, out: Array, ops: list[Array], ta: Any,
+def _against_torch_matmul(dev: Any, spec: S.Contract, out: Array, ops: list[Array], ta: Any,
                           tb: Any) -> tuple[Callable[[], None], Callable[[], Any]]:
     """The timed pair: nx.cuda's contraction of ``ops`` into ``out`` and
     PyTorch's matmul of ``ta`` and ``tb``, each followed by a synchronisation."""
+    lib = timing.cuda_library()
     import torch
 
     def ours() -> None:
-        assert LIB.contract(spec, [out], ops) is Answer.DONE
+        assert lib.contract(spec, [out], ops) is Answer.DONE
         dev.synchronize()
 
     def theirs() -> Any:
@@ -72,9 +71,10 @@ def _against_torch_matmul(dev: device.CudaDevice, spec: S.Contract, out: Array, 
     return ours, theirs
 
 
-def _bf16_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
+def _bf16_cases(dev: Any, n: int, repeats: int) -> list[dict[str, Any]]:
     """bfloat16 n³ and the grouped GEMM into bfloat16 through a float32
     accumulator, against PyTorch."""
+    lib = timing.cuda_library()
     if importlib.util.find_spec("torch") is None:
         print("bench_cuda_gemm: the bfloat16 GEMMs are not measured: PyTorch is not installed",
               file=sys.stderr)
@@ -113,7 +113,7 @@ def _bf16_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, 
     members = [torch.nonzero(tids == e).squeeze(1) for e in range(GROUPS)]
 
     def ours_grouped() -> None:
-        assert LIB.contract(gspec, [grouped], [ga2, gbg, gids]) is Answer.DONE
+        assert lib.contract(gspec, [grouped], [ga2, gbg, gids]) is Answer.DONE
         dev.synchronize()
 
     def theirs_grouped() -> Any:
@@ -134,7 +134,7 @@ def _bf16_cases(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, 
     return rows
 
 
-def _mxfp8_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
+def _mxfp8_case(dev: Any, n: int, repeats: int) -> list[dict[str, Any]]:
     """MXFP8 n³ (float8_e4m3fn, e8m0 scales in blocks of 32 along K) into
     bfloat16, against PyTorch's bfloat16 matmul of the dequantised operands."""
     if importlib.util.find_spec("torch") is None:
@@ -167,8 +167,9 @@ def _mxfp8_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, 
                        "float8_e4m3fn", ours, theirs, repeats, check=check)]
 
 
-def _f32_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, Any]]:
+def _f32_case(dev: Any, n: int, repeats: int) -> list[dict[str, Any]]:
     """float32 n³, against CuPy."""
+    lib = timing.cuda_library()
     import cupy as cp
 
     rng = np.random.default_rng(n + 1)
@@ -180,7 +181,7 @@ def _f32_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, An
     spec = S.Contract((), ((1, 0),), D.float32)
 
     def ours() -> None:
-        assert LIB.contract(spec, [out], [ga, gb]) is Answer.DONE
+        assert lib.contract(spec, [out], [ga, gb]) is Answer.DONE
         dev.synchronize()
 
     def theirs() -> Any:
@@ -198,12 +199,9 @@ def _f32_case(dev: device.CudaDevice, n: int, repeats: int) -> list[dict[str, An
 
 def run(quick: bool) -> list[dict[str, Any]]:
     """The rows of every case; none (with the reason printed) where no CUDA GPU is usable."""
-    ok, why = device.availability()
-    if not ok:
-        print(f"bench_cuda_gemm: no CUDA GPU is usable here, so nothing is measured: {why}",
-              file=sys.stderr)
+    dev = timing.cuda_device("bench_cuda_gemm")
+    if dev is None:
         return []
-    dev = device.CudaDevice(0)
     n = 1024 if quick else 4096
     repeats = 3 if quick else 10
     return _bf16_cases(dev, n, repeats) + _mxfp8_case(dev, n, repeats) + _f32_case(dev, n, repeats)

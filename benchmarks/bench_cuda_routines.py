@@ -28,17 +28,16 @@ from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_cuda import device
-from nxkernel_cuda.library import LIBRARY as LIB
 
-#: The library these benchmarks measure (the runner's ``nxkernel bench cuda``).
+#: The library these benchmarks measure (the runner's ``python -m benchmarks.run cuda``).
 LIBRARY = "cuda"
 
 #: The matrices' order.
 N = 32
 
 
-def _cholesky(dev: device.CudaDevice, batch: int, repeats: int) -> list[dict[str, Any]]:
+def _cholesky(dev: Any, batch: int, repeats: int) -> list[dict[str, Any]]:
+    lib = timing.cuda_library()
     import cupy as cp
 
     rng = np.random.default_rng(batch)
@@ -49,7 +48,7 @@ def _cholesky(dev: device.CudaDevice, batch: int, repeats: int) -> list[dict[str
     spec = S.Cholesky(False)
 
     def ours() -> None:
-        assert LIB.cholesky(spec, [out], [ga]) is Answer.DONE
+        assert lib.cholesky(spec, [out], [ga]) is Answer.DONE
         dev.synchronize()
 
     def mine() -> Any:
@@ -98,12 +97,9 @@ def _cholesky(dev: device.CudaDevice, batch: int, repeats: int) -> list[dict[str
 def run(quick: bool) -> list[dict[str, Any]]:
     """The rows of every case; none (with the reason printed) where no CUDA GPU
     is usable."""
-    ok, why = device.availability()
-    if not ok:
-        print(f"bench_cuda_routines: no CUDA GPU is usable here, so nothing is measured: {why}",
-              file=sys.stderr)
+    dev = timing.cuda_device("bench_cuda_routines")
+    if dev is None:
         return []
-    dev = device.CudaDevice(0)
     return _cholesky(dev, 1000 if quick else 10000, repeats=5 if quick else 20)
 
 

@@ -30,7 +30,7 @@ BUSY_CORES: Final = 0.25
 _PACKAGES: Final = ("nxkernel", "numpy", "scipy", "numba", "ml_dtypes", "torch", "cupy")
 
 #: Command-line words that mark a process as another benchmark run.
-_BENCH_MARKS: Final = ("benchmarks.run", "benchmarks.bench_", "nxkernel bench")
+_BENCH_MARKS: Final = ("benchmarks.run", "benchmarks.bench_")
 
 #: The shortest window a Watch measures over, in seconds: /proc/stat counts in
 #: ticks of 10 ms per core, so a shorter window could not tell a quarter of a

@@ -1,4 +1,4 @@
-"""Run the benchmarks side by side and print ratios: ``nxkernel bench [LIBRARY…]``.
+"""Run the benchmarks side by side and print ratios: ``python -m benchmarks.run [LIBRARY…]``.
 
 Each ``benchmarks/bench_*.py`` module (a suite) states the library it
 measures (``LIBRARY``, default ``"host"``) and has ``run(quick: bool) ->
@@ -207,7 +207,7 @@ def _progress(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the suites ``argv`` selects; print, write and draw their rows. The
     exit status is 0, 1 where a suite failed, 2 where nothing could run."""
-    parser = argparse.ArgumentParser(prog="nxkernel bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("libraries", nargs="*", help="libraries to measure (default: all)")
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            print("nxkernel bench: --plot needs matplotlib: pip install matplotlib", file=sys.stderr)
+            print("benchmarks.run: --plot needs matplotlib: pip install matplotlib", file=sys.stderr)
             return 2
     loaded: list[tuple[str, ModuleType, str]] = []
     seen: set[str] = set()
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         if _matches(library, args.libraries):
             loaded.append((name, module, library))
     if not loaded and args.libraries:
-        print(f"nxkernel bench: no benchmarks for {', '.join(args.libraries)}"
+        print(f"benchmarks.run: no benchmarks for {', '.join(args.libraries)}"
               f" (the suites measure: {', '.join(sorted(seen)) or 'nothing'})", file=sys.stderr)
         return 2
     suites: dict[str, list[dict[str, Any]]] = {}
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot and rows:
         busy = [str(r["name"]) for r in rows if r.get("loaded")]
         if busy and not args.allow_load:
-            print(f"nxkernel bench: not drawing {args.plot}: {len(busy)} rows were timed while the "
+            print(f"benchmarks.run: not drawing {args.plot}: {len(busy)} rows were timed while the "
                   f"machine was busy ({', '.join(busy[:3])}{', ...' if len(busy) > 3 else ''}); "
                   "run again on an idle machine, or pass --allow-load", file=sys.stderr)
             return 2

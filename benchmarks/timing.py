@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -22,9 +23,11 @@ from typing import Any, Literal
 import numpy as np
 
 from benchmarks.machine import Watch, record
+from nxkernel_core import rig
+from nxkernel_core.plugins import discover
 
-__all__ = ["Check", "check_bits", "check_close", "check_within", "failed_row", "gamma", "main",
-           "medians", "row", "row_of", "timed_row"]
+__all__ = ["Check", "check_bits", "check_close", "check_within", "cuda_device", "cuda_library",
+           "failed_row", "gamma", "main", "medians", "row", "row_of", "timed_row"]
 
 #: A row's check: returns where ours and the peer agree, raises
 #: AssertionError (saying how they differ) where they do not.
@@ -172,6 +175,23 @@ def check_within(what: str, ours: Any, theirs: Any, atol: Any) -> None:
         i = int(np.flatnonzero(bad.reshape(-1))[0])
         raise AssertionError(f"{what} disagree (entry {i}: {float(a.reshape(-1)[i])!r} and "
                              f"{float(b.reshape(-1)[i])!r}, {float(tol.reshape(-1)[i]):g} allowed)")
+
+
+# ---- the CUDA suites' device and library, through discovery -----------------------------------
+
+def cuda_device(suite: str) -> Any:
+    """``cuda:0`` as ``rig.device`` opens it (discovery first), or None with
+    each plugin's reason for its absence printed, naming ``suite``."""
+    try:
+        return rig.device("cuda:0")
+    except ValueError as e:
+        print(f"{suite}: no CUDA GPU is usable here, so nothing is measured: {e}", file=sys.stderr)
+        return None
+
+
+def cuda_library() -> Any:
+    """The CUDA library, ``nx.cuda``, as discovery registers it."""
+    return discover().library("nx.cuda")
 
 
 # ---- running a suite as a script ---------------------------------------------------------------

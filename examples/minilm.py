@@ -1,7 +1,7 @@
 """Sentence embeddings of all-MiniLM-L6-v2, every activation computed by nxkernel kernels.
 
-Run ``python examples/minilm.py "a sentence" "another"`` (or ``nxkernel demo
-minilm ...``): it prints the cosine similarities of the sentences' embeddings
+Run ``python -m examples.minilm "a sentence" "another"`` in a source
+checkout: it prints the cosine similarities of the sentences' embeddings
 and the run time; ``--json FILE`` writes the normalised embeddings (one list of
 384 floats per sentence, in input order), ``--device`` picks the device
 (``host``, ``cuda:0``, or ``cuda-emu:0`` with ``NXKERNEL_CUDA_EMULATE=1``).

@@ -9,14 +9,18 @@ library's place.
 
 **Plans.** Everything ``call`` decides depends on the call's *signature*
 alone: the spec, each operand's dtype, layout and device, and the ``dtypes``
-and ``device`` arguments. The first call of a signature makes its ``Plan``
-(the fit decision, the destinations' dtypes and layouts, the libraries to ask,
-and the first library's prepared hook where it offers one); a warm call looks
-the plan up, checks that its operands live (no dead buffer, no lost or closed
-device, no memory held exclusive), allocates, claims the operands through the
-door, calls the hook and releases. Any call whose operands do not live takes
-the full path, where the door answers its refusal. A plan is made under one
-discovery's registry and is never used under another.
+and ``device`` arguments. The first call of a signature makes its ``Plan``:
+the fit decision (or the refusal), the destinations' dtypes, layouts and
+sizes, the libraries to ask, and the first library's prepared hook where it
+offers one (the library checks its fit, compiles its program and reads its
+claims' needs once, there). A warm call is then: one look-up of the plan
+(by the spec's and the layouts' identities, ``_plans``), a test that the
+operands' buffers live and the device is neither lost nor closed, fresh
+destinations, the operands' read claims, the hook, and the release. Nothing
+else is checked again: the plan proves it. Any call whose operands do not
+live, or whose memory is held exclusive, takes the path a cold call takes,
+where the door answers its refusal. A plan is made under one discovery's
+registry and is never used under another.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from .kernel import Call, KernelError
 from .kernels.record import Error
 from .kernels.registry import kernel
 from .layout import Layout
-from .rig import Buffer, Lost, OutOfMemory, Rig, claim_reads, release_reads
+from .rig import CLAIMS_LOCK, Lost, OutOfMemory, Rig
 
 __all__ = ["Hook", "Plan", "call", "result_dtypes"]
 
@@ -106,20 +110,24 @@ _decided = functools.lru_cache(maxsize=1024)(_decide)
 class Plan:
     """What a warm call of one signature reuses. Write-once.
 
-    ``registry``: the discovery the plan was made under. ``device``: the
+    ``signature``: the signature it was made for (held, so that the
+    identities in its identity key, below, name no other object while the
+    plan lives). ``registry``: the discovery it was made under. ``device``: the
     destinations' device. ``refusal``: the caller's refusal (answer, reason)
     of a call that does not fit, else ``None``. ``dsts``: each destination's
     dtype, C-contiguous layout and bytes. ``libraries``: the libraries that
     compute on ``device``, in the caller's order. ``hook``: the first
     library's prepared hook, or ``None`` (then each library's kernel method is
-    asked, as on the full path).
+    asked, as on the full path); a plan has a hook only where every operand is
+    on ``device``.
     """
 
-    __slots__ = ("device", "dsts", "hook", "libraries", "refusal", "registry")
+    __slots__ = ("device", "dsts", "hook", "libraries", "refusal", "registry", "signature")
 
-    def __init__(self, registry: object, device: Rig, refusal: tuple[Answer, str] | None,
-                 dsts: tuple[tuple[Dtype, Layout, int], ...], libraries: tuple[Any, ...],
-                 hook: Hook | None) -> None:
+    def __init__(self, signature: tuple[object, ...], registry: object, device: Rig,
+                 refusal: tuple[Answer, str] | None, dsts: tuple[tuple[Dtype, Layout, int], ...],
+                 libraries: tuple[Any, ...], hook: Hook | None) -> None:
+        self.signature: Final = signature
         self.registry: Final = registry
         self.device: Final = device
         self.refusal: Final = refusal
@@ -128,29 +136,45 @@ class Plan:
         self.hook: Final = hook
 
 
-#: Plans by signature (see the module's doc). Bounded: past ``_PLANS_MAX`` the
-#: oldest goes. Look-ups take no lock (a dict read is atomic); inserts do.
+#: Plans by signature. Each plan is kept under two keys: its signature
+#: (``spec, dtypes, device`` and each operand's ``dtype, layout, device``) and
+#: its identity key, the signature with the spec and each layout replaced by
+#: its ``id``: the cheap look-up of a caller reusing its spec and its arrays'
+#: layouts (``nx``'s functions cache their specs; a shape's C-contiguous
+#: layout is made once), which hashes no spec and no layout. An equal spec or
+#: layout made afresh finds the plan by its signature. Bounded: past
+#: ``_PLANS_MAX`` keys the oldest goes. Look-ups take no lock (a dict read is
+#: atomic); inserts do.
 _plans: dict[tuple[object, ...], Plan] = {}
 _PLANS_MAX: Final = 4096
 _plans_lock: Final = threading.Lock()
 
 
-def _keep(key: tuple[object, ...], plan: Plan) -> None:
+def _identity(signature: tuple[object, ...]) -> tuple[object, ...]:
+    """``signature``'s identity key (see ``_plans``)."""
+    return (id(signature[0]), signature[1], signature[2],
+            *[id(v) if type(v) is Layout else v for v in signature[3:]])
+
+
+def _keep(signature: tuple[object, ...], plan: Plan) -> None:
+    """Keep ``plan`` under ``signature`` and under its identity key."""
     with _plans_lock:
-        if len(_plans) >= _PLANS_MAX:
+        while len(_plans) >= _PLANS_MAX - 1:
             del _plans[next(iter(_plans))]
-        _plans[key] = plan
+        _plans[_identity(signature)] = plan
+        _plans[signature] = plan
 
 
-def _discover() -> Any:
-    """The plugin registry (``plugins.discover()``), the module imported on
-    first use: the plugins module imports the libraries, which import this one."""
+def _registry() -> Any:
+    """The plugin registry (``plugins.discover()``); the module imported on
+    first use (the plugins module imports the libraries, which import this
+    one), and its discovery read straight once made."""
     global _plugins
     if _plugins is None:
         from . import plugins
 
         _plugins = plugins
-    return _plugins.discover()
+    return _plugins._registry or _plugins.discover()
 
 
 _plugins: Any = None
@@ -159,11 +183,14 @@ _plugins: Any = None
 def _fresh(dt: Dtype, layout: Layout, nbytes: int, dev: Rig) -> Array:
     """A fresh array of zero bits: what ``Array.empty`` makes, from the plan's
     layout and size (saving the layout's look-up and the size's arithmetic)."""
-    out = object.__new__(Array)
-    out.buffer = Buffer.create(dev, nbytes)
+    out = _new_array(Array)
+    out.buffer = dev.fresh(nbytes)
     out.dtype = dt
     out.layout = layout
     return out
+
+
+_new_array: Final = object.__new__
 
 
 # --------------------------------------------------------------------------
@@ -177,7 +204,40 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
     destinations (of ``dtypes`` where the spec does not fix them) on the
     operands' device, and ask each library that computes on it, in priority
     order, until one answers DONE. Returns the destinations."""
-    registry = _discover()
+    # The warm call of one or two operands, spelled out: the plan under the
+    # identity key, run where every operand's buffer lives (``_run`` tests
+    # the device) and discovery is the plan's (a plan exists only after
+    # ``_registry`` imported the plugins module). Anything else, a miss
+    # included, takes ``_call``.
+    try:
+        if len(operands) == 2:
+            a, b = operands
+            if type(a) is Array and type(b) is Array:
+                ab, bb = a.buffer, b.buffer
+                am, bm = ab.memory, bb.memory
+                plan = _plans.get((id(sp), dtypes, device, a.dtype, id(a.layout), am.device,
+                                   b.dtype, id(b.layout), bm.device))
+                if (plan is not None and ab.epoch == am.epoch and bb.epoch == bm.epoch
+                        and plan.registry is _plugins._registry):
+                    return _run(plan, sp, operands, name)
+        elif len(operands) == 1:
+            (a,) = operands
+            if type(a) is Array:
+                ab = a.buffer
+                am = ab.memory
+                plan = _plans.get((id(sp), dtypes, device, a.dtype, id(a.layout), am.device))
+                if plan is not None and ab.epoch == am.epoch and plan.registry is _plugins._registry:
+                    return _run(plan, sp, operands, name)
+    except TypeError:  # unhashable dtypes (a list): _call makes them a tuple
+        pass
+    return _call(sp, operands, dtypes, device, name)
+
+
+def _call(sp: Any, operands: Sequence[Array], dtypes: Sequence[Dtype] | None,
+          device: Rig | None, name: str | None) -> tuple[Array, ...]:
+    """``call`` of any arity: the plan under the identity key, else under the
+    signature, run where every operand lives; else the full path."""
+    registry = _registry()
     dts = dtypes if dtypes is None or type(dtypes) is tuple else tuple(dtypes)
     key: list[object] = [sp, dts, device]
     live = True
@@ -186,15 +246,12 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
             return _full(sp, operands, dts, device, name, registry, None, live)  # type: ignore[unreachable]
         buf = o.buffer
         mem = buf.memory
-        dev = mem.device
-        key += (o.dtype, o.layout, dev)
-        # ``door.refusal``'s first tests and ``claim``'s, inlined: a call whose
-        # operands do not all live takes the full path, where the door answers.
-        if buf.epoch < mem.epoch or mem.exclusive or dev._lost is not None or dev._closed:
+        key += (o.dtype, o.layout, mem.device)
+        if buf.epoch != mem.epoch:
             live = False
     signature = tuple(key)
     try:
-        plan = _plans.get(signature)
+        plan = _plans.get(_identity(signature)) or _plans.get(signature)
     except TypeError:  # a spec holding something unhashable: no plan
         return _full(sp, operands, dts, device, name, registry, None, live)
     if plan is None or plan.registry is not registry or not live:
@@ -203,29 +260,57 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
 
 
 def _run(plan: Plan, sp: Any, operands: Sequence[Array], name: str | None) -> tuple[Array, ...]:
-    """A call of ``plan``'s signature whose operands live."""
-    if plan.refusal is not None:
-        refused(name or f"nx.{sp.kernel}", plan.refusal[0], operands, plan.refusal[1])
+    """A call of ``plan``'s signature whose operands' buffers live: the plan's
+    refusal, or fresh destinations, the operands' read claims, the hook and
+    the release; without a hook, or with memory held exclusive, the libraries
+    are asked (their doors answer what the hook's caller did not test)."""
     dev = plan.device
-    dsts = tuple([_fresh(dt, lay, n, dev) for dt, lay, n in plan.dsts])
     hook = plan.hook
-    if hook is not None:
-        memories = [o.buffer.memory for o in operands]
-        # The destinations are fresh: no other claim can reach them before
-        # ``call`` returns, so only the operands are claimed.
-        if claim_reads(memories):
-            try:
-                hook(sp, dsts, operands)
-            except (Lost, OutOfMemory):
-                raise
-            except Exception as e:
-                lib = plan.libraries[0]
-                raise KernelError(name or f"nx.{sp.kernel}", lib.name, sp.kernel,
-                                  f"raised {type(e).__name__}: {e}") from e
-            finally:
-                release_reads(memories)
-            return dsts
-    return _ask(plan.libraries, sp, dsts, operands, name, dev)
+    made = plan.dsts
+    if hook is None:
+        if plan.refusal is not None:
+            refused(name or f"nx.{sp.kernel}", plan.refusal[0], operands, plan.refusal[1])
+        fresh = tuple([_fresh(dt, lay, n, dev) for dt, lay, n in made])
+        return _ask(plan.libraries, sp, fresh, operands, name, dev)
+    if dev._lost is not None or dev._closed:
+        # Every operand is on ``dev`` (a hook's plan), and the call fits: a
+        # cold call raises here too, allocating its destinations.
+        dev.check()
+    if len(made) == 1:
+        dt, lay, n = made[0]
+        out = _new_array(Array)
+        out.buffer = dev.fresh(n)
+        out.dtype = dt
+        out.layout = lay
+        dsts: tuple[Array, ...] = (out,)
+    else:
+        dsts = tuple([_fresh(dt, lay, n, dev) for dt, lay, n in made])
+    # The destinations are fresh: no other claim can reach them before
+    # ``call`` returns, so only the operands are claimed, each for reading,
+    # or none where one is held exclusive (``rig.claim``'s rule, inlined).
+    held = True
+    with CLAIMS_LOCK:
+        for o in operands:
+            if o.buffer.memory.exclusive:
+                break
+        else:
+            for o in operands:
+                o.buffer.memory.readers += 1
+            held = False
+    if held:
+        return _ask(plan.libraries, sp, dsts, operands, name, dev)
+    try:
+        hook(sp, dsts, operands)
+    except (Lost, OutOfMemory):
+        raise
+    except Exception as e:
+        raise KernelError(name or f"nx.{sp.kernel}", plan.libraries[0].name, sp.kernel,
+                          f"raised {type(e).__name__}: {e}") from e
+    finally:
+        with CLAIMS_LOCK:
+            for o in operands:
+                o.buffer.memory.readers -= 1
+    return dsts
 
 
 def _full(sp: Any, ops: Sequence[Array], dtypes: tuple[Dtype, ...] | None, device: Rig | None,
@@ -259,7 +344,7 @@ def _full(sp: Any, ops: Sequence[Array], dtypes: tuple[Dtype, ...] | None, devic
     libraries = registry.libraries_for(dev)
     if decision.refusal is not None:
         if signature is not None:
-            _keep(signature, Plan(registry, dev, decision.refusal, (), libraries, None))
+            _keep(signature, Plan(signature, registry, dev, decision.refusal, (), libraries, None))
         refused(fn, decision.refusal[0], ops, decision.refusal[1])
     dts, shapes = decision.dtypes, decision.shapes
     if len(dts) != len(shapes):
@@ -268,7 +353,8 @@ def _full(sp: Any, ops: Sequence[Array], dtypes: tuple[Dtype, ...] | None, devic
         layouts = [Layout.c_contiguous(sh) for sh in shapes]
         made = tuple([(dt, lay, (lay.numel * dt.bits + 7) // 8)  # D.bytes
                       for dt, lay in zip(dts, layouts, strict=True)])
-        plan = Plan(registry, dev, None, made, libraries, _hook(sp, made, ops, dev, libraries))
+        plan = Plan(signature, registry, dev, None, made, libraries,
+                    _hook(sp, made, ops, dev, libraries))
         _keep(signature, plan)
         if live:
             return _run(plan, sp, ops, name)

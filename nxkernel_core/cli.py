@@ -1,4 +1,4 @@
-"""The ``nxkernel`` command: ``info``, ``check``, ``bench`` and ``demo``.
+"""The ``nxkernel`` command: ``info``, ``check`` and ``bench``.
 
 ``nxkernel info [--statements] [--json]`` shows what discovery found, answer
 first: a table of the plugins and their libraries (in the order the caller
@@ -6,26 +6,28 @@ asks them), each with the devices it computes on, or why none (a failed
 plugin's error, a library's ``unavailable`` reason), in one line; then the
 devices; each library's statement with ``--statements``; all of it, statements
 too, with ``--json``. ``nxkernel --version`` prints the version. ``nxkernel check LIBRARY``
-runs the conformance kit against one library under pytest. ``nxkernel bench``
-runs the benchmarks of a source checkout; ``nxkernel demo NAME [ARG…]`` runs
-its ``examples/NAME.py``. ``python -m nxkernel_core`` is the same command.
+runs the conformance kit against one library under pytest. ``python -m
+nxkernel_core`` is the same command.
+
+The benchmarks and the examples belong to a source checkout, not to the
+installed package: run them there as modules (``python -m benchmarks.run``,
+``python -m examples.minilm``). ``nxkernel bench [ARG…]``, in a checkout's
+root, is ``python -m benchmarks.run [ARG…]`` run there (the package imports
+none of it); elsewhere it says where to run it.
 
 Every command returns its exit status: 0 for success, 2 where it could not
 run (a plugin that ``NXKERNEL_PLUGINS`` names fails, an unknown library, no
-pytest, no benchmarks, no such example), else the status of pytest, the
-benchmarks or the example.
+pytest), else pytest's status.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Final
 
 from ._version import __version__
@@ -188,58 +190,11 @@ def _check(args: argparse.Namespace) -> int:
                             "--nxkernel-library", args.library, *args.pytest_args]))
 
 
-# --------------------------------------------------------------------------
-# bench
-# --------------------------------------------------------------------------
-
-
-def _checkout() -> Path:
-    """The directory that holds ``nxkernel_core``: a source checkout's root,
-    where ``benchmarks/`` lies beside it."""
-    return Path(__file__).resolve().parent.parent
-
-
-def _bench(args: argparse.Namespace) -> int:
-    root = _checkout()
-    if not (root / "benchmarks" / "run.py").is_file():
-        return _fail("bench", f"no benchmarks beside {root / 'nxkernel_core'}: the benchmarks"
-                     " come with a source checkout (git clone, then pip install -e '.[dev]')")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    run = importlib.import_module("benchmarks.run")
-    argv = [*args.libraries, *(["--quick"] if args.quick else []),
-            *(["--json", args.json] if args.json else []),
-            *(["--plot", args.plot] if args.plot else [])]
-    return int(run.main(argv))
-
-
-# --------------------------------------------------------------------------
-# demo
-# --------------------------------------------------------------------------
-
-
-def _demo(args: argparse.Namespace) -> int:
-    """Run ``examples/NAME.py`` of the checkout: its ``main(argv)`` with the
-    arguments after NAME, returning its status."""
-    examples = _checkout() / "examples"
-    names = sorted(p.stem for p in examples.glob("*.py") if not p.stem.startswith("_"))
-    if not names:
-        return _fail("demo", f"no examples in {examples}: the examples come with a source"
-                     " checkout (git clone, then pip install -e '.[dev]')")
-    if args.name is None:
-        return _fail("demo", f"name an example: {', '.join(names)}")
-    if args.name not in names:
-        return _fail("demo", f"no example {args.name!r}; the examples are: {', '.join(names)}")
-    # Loaded by path: examples/ is not a package, and the example's own
-    # imports (safetensors, tokenizers) stay out of the command's.
-    name = f"_nxkernel_demo_{args.name}"
-    spec = importlib.util.spec_from_file_location(name, examples / f"{args.name}.py")
-    if spec is None or spec.loader is None:
-        return _fail("demo", f"cannot load {examples / args.name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return int(module.main(list(args.args)))
+def _bench(bench_args: Sequence[str]) -> int:
+    if not os.path.isfile(os.path.join("benchmarks", "run.py")):
+        return _fail("bench", f"no benchmarks/run.py in {os.getcwd()}: the benchmarks belong to a"
+                     " source checkout; run nxkernel bench (or python -m benchmarks.run) in its root")
+    return subprocess.call([sys.executable, "-m", "benchmarks.run", *bench_args])
 
 
 # --------------------------------------------------------------------------
@@ -266,27 +221,19 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST_ARG")
     check.set_defaults(run=_check)
     bench = commands.add_parser(
-        "bench", help="run the benchmarks (source checkout)",
-        description="Run benchmarks/run.py of the source checkout.")
-    bench.add_argument("libraries", nargs="*", metavar="LIBRARY",
-                       help="the libraries to run (default: all)")
-    bench.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    bench.add_argument("--plot", metavar="FILE.png", help="also draw the ratios as a PNG")
-    bench.set_defaults(run=_bench)
-    demo = commands.add_parser(
-        "demo", help="run an example (source checkout)",
-        description="Run examples/NAME.py of the source checkout with the arguments after"
-        " NAME, e.g. nxkernel demo minilm 'a sentence' 'another'.")
-    demo.add_argument("name", nargs="?", metavar="NAME", help="the example, e.g. minilm")
-    demo.add_argument("args", nargs=argparse.REMAINDER, metavar="ARG")
-    demo.set_defaults(run=_demo)
+        "bench", help="in a source checkout's root: run its benchmarks (python -m benchmarks.run)",
+        description="Run python -m benchmarks.run in the current directory, a source checkout's"
+        " root; every argument goes to it (see its --help).")
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER, metavar="ARG")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``nxkernel`` command with ``argv`` (default ``sys.argv[1:]``) and
     return its exit status; with no command, print the usage and return 2."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # every argument, options too, is the benchmarks'
+        return _bench(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:

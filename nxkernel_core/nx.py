@@ -180,30 +180,40 @@ def _kind_spec(fn: str, kind: Binary | Unary, arrays: Sequence[Array]) -> S.Map:
                               f"({describe(arrays)})") from None
 
 
-def _binary(fn: str, kind: Binary, x: object, y: object) -> Array:
-    if isinstance(x, Array) and isinstance(y, Array) and x.layout.shape == y.layout.shape:
+def _binary(fn: str, kind: Binary, x: object, y: object, specs: dict[Dtype, S.Map]) -> Array:
+    """``kind`` of x and y; ``specs``: its map specs by dtype, made once (a
+    dict keyed by the dtype alone: the warm call's look-up)."""
+    if type(x) is Array and type(y) is Array and x.layout.shape == y.layout.shape:
         a, b = x, y  # what _arrays and _broadcast give two Arrays of one shape
     else:
         a, b = _broadcast(fn, _arrays(fn, [x, y]))
     if a.dtype is not b.dtype:
         raise InvalidArgument(f"{fn}: operands of dtypes {a.dtype.name} and {b.dtype.name} differ; "
                               f"cast one first ({describe([a, b])})")
-    return call(_kind_spec(fn, kind, [a, b]), a, b, name=fn)[0]
+    sp = specs.get(a.dtype)
+    if sp is None:
+        sp = specs[a.dtype] = _kind_spec(fn, kind, [a, b])
+    return call(sp, a, b, name=fn)[0]
+
+
+_add_specs: Final[dict[Dtype, S.Map]] = {}
+_sub_specs: Final[dict[Dtype, S.Map]] = {}
+_mul_specs: Final[dict[Dtype, S.Map]] = {}
 
 
 def add(x: object, y: object) -> Array:
     """x + y elementwise, NumPy broadcasting; one dtype, integers wrap."""
-    return _binary("nx.add", Binary.ADD, x, y)
+    return _binary("nx.add", Binary.ADD, x, y, _add_specs)
 
 
 def sub(x: object, y: object) -> Array:
     """x − y elementwise, NumPy broadcasting; one dtype, integers wrap."""
-    return _binary("nx.sub", Binary.SUB, x, y)
+    return _binary("nx.sub", Binary.SUB, x, y, _sub_specs)
 
 
 def mul(x: object, y: object) -> Array:
     """x · y elementwise, NumPy broadcasting; one dtype, integers wrap."""
-    return _binary("nx.mul", Binary.MUL, x, y)
+    return _binary("nx.mul", Binary.MUL, x, y, _mul_specs)
 
 
 def exp(x: object) -> Array:
@@ -277,11 +287,30 @@ def _keep(x: Array, axes: tuple[int, ...], r: Array, keepdims: bool) -> Array:
 
 
 def _reduce1(fn: str, x: object, axis: int | Sequence[int] | None, reduction: S.Reduction,
-             dtype: D.DtypeLike | None, keepdims: bool) -> tuple[Array, ...]:
+             dtype: D.DtypeLike | None, keepdims: bool,
+             whole: dict[tuple[Dtype, int], S.Reduce]) -> tuple[Array, ...]:
+    """``reduction`` of x along ``axis``; ``whole``: its specs over every axis
+    in x's dtype, by dtype and rank, made once (the warm call's look-up)."""
+    if type(x) is Array and axis is None and dtype is None and not keepdims:
+        key = (x.dtype, len(x.layout.shape))
+        sp = whole.get(key)
+        if sp is None:
+            sp = whole[key] = _reduce_spec(x.dtype, tuple(range(key[1])), reduction, x.dtype)
+        return call(sp, x, name=fn)
     (a,) = _arrays(fn, [x])
     axes = _axes(fn, a, axis)
     sp = _reduce_spec(a.dtype, axes, reduction, a.dtype if dtype is None else D.resolve(dtype, fn))
     return tuple(_keep(a, axes, r, keepdims) for r in call(sp, a, name=fn))
+
+
+_sum_whole: Final[dict[tuple[Dtype, int], S.Reduce]] = {}
+_prod_whole: Final[dict[tuple[Dtype, int], S.Reduce]] = {}
+_max_whole: Final[dict[tuple[Dtype, int], S.Reduce]] = {}
+_min_whole: Final[dict[tuple[Dtype, int], S.Reduce]] = {}
+_argmax_whole: Final[dict[tuple[Dtype, int], S.Reduce]] = {}
+_argmin_whole: Final[dict[tuple[Dtype, int], S.Reduce]] = {}
+_logsumexp_whole: Final[dict[tuple[Dtype, int], S.Reduce]] = {}
+_moments_whole: Final[dict[tuple[Dtype, int], S.Reduce]] = {}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -295,45 +324,45 @@ def sum(x: object, axis: int | Sequence[int] | None = None, dtype: D.DtypeLike |
         keepdims: bool = False) -> Array:
     """The sum of x's elements along ``axis`` (all where None), from +0, in
     x's dtype unless ``dtype`` (a float sum may round into any float dtype)."""
-    return _reduce1("nx.sum", x, axis, S.Monoid.SUM, dtype, keepdims)[0]
+    return _reduce1("nx.sum", x, axis, S.Monoid.SUM, dtype, keepdims, _sum_whole)[0]
 
 
 def prod(x: object, axis: int | Sequence[int] | None = None, dtype: D.DtypeLike | None = None,
          keepdims: bool = False) -> Array:
     """The product of x's elements along ``axis``; an empty product is 1."""
-    return _reduce1("nx.prod", x, axis, S.Monoid.PROD, dtype, keepdims)[0]
+    return _reduce1("nx.prod", x, axis, S.Monoid.PROD, dtype, keepdims, _prod_whole)[0]
 
 
 def max(x: object, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
     """The greatest element along ``axis`` (NaN where one is NaN; −0 below +0)."""
-    return _reduce1("nx.max", x, axis, S.Monoid.MAX, None, keepdims)[0]
+    return _reduce1("nx.max", x, axis, S.Monoid.MAX, None, keepdims, _max_whole)[0]
 
 
 def min(x: object, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
     """The least element along ``axis`` (NaN where one is NaN; −0 below +0)."""
-    return _reduce1("nx.min", x, axis, S.Monoid.MIN, None, keepdims)[0]
+    return _reduce1("nx.min", x, axis, S.Monoid.MIN, None, keepdims, _min_whole)[0]
 
 
 def argmax(x: object, axis: int | None = None, keepdims: bool = False) -> Array:
     """int64 positions of the first greatest element (of the first NaN) along
     ``axis``; over the flattened array where None, as NumPy's."""
-    return _reduce1("nx.argmax", x, axis, S.Arg(S.Extreme.MAX), None, keepdims)[1]
+    return _reduce1("nx.argmax", x, axis, S.Arg(S.Extreme.MAX), None, keepdims, _argmax_whole)[1]
 
 
 def argmin(x: object, axis: int | None = None, keepdims: bool = False) -> Array:
     """int64 positions of the first least element (of the first NaN) along ``axis``."""
-    return _reduce1("nx.argmin", x, axis, S.Arg(S.Extreme.MIN), None, keepdims)[1]
+    return _reduce1("nx.argmin", x, axis, S.Arg(S.Extreme.MIN), None, keepdims, _argmin_whole)[1]
 
 
 def logsumexp(x: object, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
     """log Σ exp(x) along ``axis``, without overflow; −inf for no term."""
-    return _reduce1("nx.logsumexp", x, axis, S.LOGSUMEXP, None, keepdims)[0]
+    return _reduce1("nx.logsumexp", x, axis, S.LOGSUMEXP, None, keepdims, _logsumexp_whole)[0]
 
 
 def mean_var(x: object, axis: int | Sequence[int] | None = None,
              keepdims: bool = False) -> tuple[Array, Array]:
     """The population mean and variance along ``axis``, in one pass of the kernel."""
-    mean, var = _reduce1("nx.mean_var", x, axis, S.MOMENTS, None, keepdims)
+    mean, var = _reduce1("nx.mean_var", x, axis, S.MOMENTS, None, keepdims, _moments_whole)
     return mean, var
 
 
@@ -534,34 +563,47 @@ def matmul(a: object, b: object) -> Array:
     operand is a vector. Computed in the operands' dtype (float32 for narrow
     floats) and rounded into it."""
     fn = "nx.matmul"
-    x, y = _arrays(fn, [a, b])
-    if x.rank == 0 or y.rank == 0:
+    x, y = (a, b) if type(a) is Array and type(b) is Array else _arrays(fn, [a, b])
+    xs, ys = x.layout.shape, y.layout.shape
+    if not xs or not ys:
         raise InvalidArgument(f"{fn}: operands must have at least one axis ({describe([x, y])})")
-    if x.dtype is not y.dtype:
-        raise InvalidArgument(f"{fn}: operands of dtypes {x.dtype.name} and {y.dtype.name} differ")
-    vec_a, vec_b = x.rank == 1, y.rank == 1
-    xa = x.reshape([1, x.shape[0]]) if vec_a else x
-    yb = y.reshape([y.shape[0], 1]) if vec_b else y
-    if xa.shape[-1] != yb.shape[-2]:
+    dt = x.dtype
+    if dt is not y.dtype:
+        raise InvalidArgument(f"{fn}: operands of dtypes {dt.name} and {y.dtype.name} differ")
+    vec_a, vec_b = len(xs) == 1, len(ys) == 1
+    xa = x.reshape([1, xs[0]]) if vec_a else x
+    yb = y.reshape([ys[0], 1]) if vec_b else y
+    xs, ys = xa.layout.shape, yb.layout.shape
+    if xs[-1] != ys[-2]:
         refused(fn, Answer.SHAPE_MISMATCH, [x, y],
-                f"contracted extents {xa.shape[-1]} and {yb.shape[-2]} differ")
-    lead = xa.shape[:-2]
-    if yb.shape[:-2] != lead:
+                f"contracted extents {xs[-1]} and {ys[-2]} differ")
+    lead = xs[:-2]
+    if ys[:-2] != lead:
         try:
-            lead = tuple(np.broadcast_shapes(xa.shape[:-2], yb.shape[:-2]))
+            lead = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
         except ValueError:
             raise InvalidArgument(f"{fn}: batch shapes do not broadcast ({describe([x, y])})") from None
-    if xa.shape[:-2] != lead:
-        xa = xa.view(Broadcast((*lead, *xa.shape[-2:])))
-    if yb.shape[:-2] != lead:
-        yb = yb.view(Broadcast((*lead, *yb.shape[-2:])))
-    (r,) = call(_matmul_spec(len(lead), _acc_for(x.dtype)), xa, yb, dtypes=(x.dtype,), name=fn)
+        if xs[:-2] != lead:
+            xa = xa.view(Broadcast((*lead, *xs[-2:])))
+        if ys[:-2] != lead:
+            yb = yb.view(Broadcast((*lead, *ys[-2:])))
+    sp = _matmul_specs.get((len(lead), dt))
+    if sp is None:
+        sp = _matmul_specs[(len(lead), dt)] = _matmul_spec(len(lead), _acc_for(dt))
+    (r,) = call(sp, xa, yb, dtypes=(dt,), name=fn)
+    if not vec_a and not vec_b:
+        return r
     shape = list(r.shape)
     if vec_b:
         shape.pop(-1)
     if vec_a:
         shape.pop(-2 if not vec_b else -1)
     return r.reshape(shape) if shape != list(r.shape) else r
+
+
+#: matmul's spec by the batch axes' count and the operands' dtype (a dict:
+#: the warm call's look-up).
+_matmul_specs: Final[dict[tuple[int, Dtype], S.Contract]] = {}
 
 
 @functools.lru_cache(maxsize=256)

@@ -29,16 +29,17 @@ import enum
 import itertools
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Final, final
+from typing import Any, Final, final
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "CLAIMS_LOCK",
     "Access",
     "Buffer",
     "Claims",
@@ -47,7 +48,6 @@ __all__ = [
     "OutOfMemory",
     "Rig",
     "claim",
-    "claim_reads",
     "consume",
     "default_device",
     "device",
@@ -55,7 +55,6 @@ __all__ = [
     "host",
     "memory_device",
     "register",
-    "release_reads",
     "using",
     "with_claims",
 ]
@@ -90,6 +89,10 @@ class Access(enum.Enum):
 
 
 _serial = itertools.count()
+_zeros: Final = np.zeros
+_uint8: Final = np.dtype(np.uint8)
+_addressof: Final = ctypes.addressof
+_from_buffer: Final[Callable[[Any], ctypes.c_char]] = ctypes.c_char.from_buffer
 
 
 class Rig:
@@ -111,6 +114,11 @@ class Rig:
         self._closed = False
         self._in_use = 0
         self._lock = threading.Lock()
+        #: Whether ``fresh`` and a memory's release may inline ``allocate``'s
+        #: and ``_release``'s steps: no budget, and this class's allocator.
+        cls = type(self)
+        self._plain: Final = (budget is None and cls.allocate is Rig.allocate
+                              and cls._allocate is Rig._allocate and cls._release is Rig._release)
 
     def __repr__(self) -> str:
         return f"Rig({self.name!r})"
@@ -184,13 +192,37 @@ class Rig:
             raise OutOfMemory(self, nbytes) from None
         return Memory(self, nbytes, access, host_bytes)
 
+    def fresh(self, nbytes: int) -> Buffer:
+        """A buffer spanning a fresh zeroed read-write memory of ``nbytes``
+        (``allocate``'s, and its errors), made without ``Buffer``'s frozen
+        constructor: every call allocates its destinations. On an open device
+        of host memory, without a budget, ``allocate``'s steps are inlined."""
+        if (self._plain and self._lost is None and not self._closed
+                and 0 <= nbytes <= _MAX_BYTES):
+            try:
+                raw = _zeros(nbytes + ALIGNMENT, _uint8)
+            except MemoryError:
+                raise OutOfMemory(self, nbytes) from None
+            start = (-_addressof(_from_buffer(raw))) % ALIGNMENT
+            with self._lock:
+                self._in_use += nbytes
+            mem = Memory(self, nbytes, Access.READ_WRITE, raw[start : start + nbytes])
+        else:
+            mem = self.allocate(nbytes)
+        b = _new_buffer(Buffer)
+        _set_memory(b, mem)
+        _set_offset(b, 0)
+        _set_length(b, nbytes)
+        _set_epoch(b, 0)
+        return b
+
     def _allocate(self, nbytes: int) -> npt.NDArray[np.uint8] | None:
         """The bytes of a new memory, or ``None`` where the host does not address
         them (a subclass keeps its own handle)."""
-        raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
+        raw = _zeros(nbytes + ALIGNMENT, _uint8)
         # The address through ctypes' from_buffer: ``raw.ctypes.data`` costs
         # microseconds a call.
-        start = (-ctypes.addressof(ctypes.c_char.from_buffer(raw.data))) % ALIGNMENT
+        start = (-_addressof(_from_buffer(raw))) % ALIGNMENT
         return raw[start : start + nbytes]
 
     def _release(self, memory: Memory) -> None:
@@ -322,6 +354,11 @@ class Memory:
     ``consumed[epoch]``.
     """
 
+    # Slots, and the lock made on first use: every call allocates its
+    # destinations, so a memory's making is on the caller's warm path.
+    __slots__ = ("_store_lock", "access", "consumed", "device", "epoch", "exclusive", "handle",
+                 "host_bytes", "nbytes", "readers", "writers")
+
     def __init__(self, dev: Rig, nbytes: int, access: Access,
                  host_bytes: npt.NDArray[np.uint8] | None, handle: object = None) -> None:
         self.device: Final = dev
@@ -330,18 +367,34 @@ class Memory:
         self.host_bytes: Final = host_bytes
         self.handle: Final = handle
         self.epoch = 0
-        self.consumed: list[str] = []
+        self.consumed: tuple[str, ...] = ()
         self.readers = 0
         self.writers = 0
         self.exclusive = False
-        #: Held by every call that writes sub-byte codes here (the door takes
-        #: it): such a store rewrites whole bytes, which calls share.
-        self.store_lock: Final = threading.RLock()
+        self._store_lock: threading.RLock | None = None
+
+    @property
+    def store_lock(self) -> threading.RLock:
+        """Held by every call that writes sub-byte codes here (the door takes
+        it): such a store rewrites whole bytes, which calls share. One per
+        memory, made on first use."""
+        lock = self._store_lock
+        if lock is None:
+            with _claims_lock:
+                if self._store_lock is None:
+                    self._store_lock = threading.RLock()
+                lock = self._store_lock
+        return lock
 
     def __del__(self) -> None:
         try:
-            if self.device.lost is None:
-                self.device._release(self)
+            dev = self.device
+            if dev._lost is None:
+                if dev._plain:  # ``Rig._release``, inlined
+                    with dev._lock:
+                        dev._in_use -= self.nbytes
+                else:
+                    dev._release(self)
         except Exception:  # interpreter shutdown: the device may be gone
             pass
 
@@ -359,6 +412,8 @@ class Buffer:
     @staticmethod
     def create(dev: Rig | str, nbytes: int, access: Access = Access.READ_WRITE) -> Buffer:
         """A fresh zeroed buffer of ``nbytes`` on ``dev``, spanning its memory."""
+        if access is Access.READ_WRITE:
+            return (dev if isinstance(dev, Rig) else device(dev)).fresh(nbytes)
         mem = (dev if isinstance(dev, Rig) else device(dev)).allocate(nbytes, access)
         return Buffer(mem, 0, nbytes, mem.epoch)
 
@@ -426,6 +481,15 @@ class Buffer:
         return hb[self.offset : self.offset + self.length]
 
 
+#: A Buffer's fields set through their slots: what its frozen constructor
+#: does, at half the cost.
+_new_buffer: Final = object.__new__
+_set_memory: Final[Callable[[Buffer, Memory], None]] = Buffer.__dict__["memory"].__set__
+_set_offset: Final[Callable[[Buffer, int], None]] = Buffer.__dict__["offset"].__set__
+_set_length: Final[Callable[[Buffer, int], None]] = Buffer.__dict__["length"].__set__
+_set_epoch: Final[Callable[[Buffer, int], None]] = Buffer.__dict__["epoch"].__set__
+
+
 def consume(buf: Buffer, why: str, claims: Claims | None = None) -> Buffer:
     """Consume ``buf``'s memory: every buffer made over it earlier is dead, for
     ``why``; returns a fresh live buffer over the same bytes.
@@ -450,13 +514,16 @@ def consume(buf: Buffer, why: str, claims: Claims | None = None) -> Buffer:
             raise ValueError(f"consume: HELD_EXCLUSIVE: the memory is {held}; not consumed ({why})")
         if buf.epoch < mem.epoch:
             buf.check_live("consume")  # consumed meanwhile: raises
-        mem.consumed.append(why)
+        mem.consumed += (why,)
         mem.epoch += 1
         return Buffer(mem, buf.offset, buf.length, mem.epoch)
 
 
 #: Guards every memory's claim counts (readers, writers, exclusive) and epochs.
-_claims_lock: Final = threading.Lock()
+#: The caller's warm path takes it itself, to claim its operands for reading
+#: without a call.
+CLAIMS_LOCK: Final = threading.Lock()
+_claims_lock: Final = CLAIMS_LOCK
 
 
 class Claims:
@@ -534,27 +601,6 @@ def claim(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
         claims.release()
         raise
     return claims
-
-
-def claim_reads(memories: Sequence[Memory]) -> bool:
-    """Claim each memory for reading and answer True; or, where one is held
-    exclusive, claim nothing and answer False. The caller's warm path: it has
-    checked that the buffers live, and releases with ``release_reads``. Saves
-    ``claim``'s ``Claims`` object and second pass of liveness tests."""
-    with _claims_lock:
-        for m in memories:
-            if m.exclusive:
-                return False
-        for m in memories:
-            m.readers += 1
-    return True
-
-
-def release_reads(memories: Sequence[Memory]) -> None:
-    """Release the read claims ``claim_reads`` made."""
-    with _claims_lock:
-        for m in memories:
-            m.readers -= 1
 
 
 @final

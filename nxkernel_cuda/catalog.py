@@ -26,5 +26,5 @@ def sources() -> tuple[Source, ...]:
         folds.source(),
         fourier.source(),
         attention.combine_source(),
-        matrices.source(),
+        *matrices.sources(),
     )

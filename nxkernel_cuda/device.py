@@ -43,11 +43,12 @@ from . import nvrtc
 from .build import NvrtcUnavailable, Source
 from .emulator import driver as emulator
 from .launch import CudaRig, Module, Pointer
-from .runtime import CudaDevice, decoded
+from .runtime import WORD, CudaDevice, decoded, words
 
 __all__ = [
     "EMULATE_VARIABLE",
     "MIN_DRIVER",
+    "WORD",
     "CudaDevice",
     "CudaRig",
     "EmuDevice",
@@ -154,16 +155,12 @@ class EmuDevice(CudaRig):
         self.allocations: Final = emulator.Allocations()
 
     def _allocate(self, nbytes: int) -> npt.NDArray[np.uint8] | None:
-        """Host bytes, registered with the memory checker rounded up to a
-        4-byte word: the sub-byte stores (``nxk_st_bits``) read and write the
-        aligned word holding their byte with 32-bit atomics, which reach up to
-        3 bytes past an array's end. A GPU's allocations are padded far more
-        (256 bytes), so it does not fault there; compute-sanitizer would
-        report it. (Rig's host bytes are padded, so the word exists.)"""
-        raw = super()._allocate(nbytes)
+        """Host bytes of whole words (:data:`WORD`), registered with the memory
+        checker as one allocation; the memory's ``nbytes`` are the first."""
+        raw = super()._allocate(words(nbytes))
         assert raw is not None  # Rig's memory is host memory
-        self.allocations.add(int(raw.__array_interface__["data"][0]), -(-nbytes // 4) * 4)
-        return raw
+        self.allocations.add(int(raw.__array_interface__["data"][0]), raw.size)
+        return raw[:nbytes]
 
     def _release(self, memory: Memory) -> None:
         host = memory.host_bytes

@@ -1,5 +1,7 @@
 """The matrix routines: cholesky, lu, qr, solve_triangular, eigh and svd, batched
-(``kernels/matrices.cu``); eig is not computed (the library declines it).
+(``kernels/matrices.cu``: the factorisations; ``kernels/jacobi.cu``: eigh and svd;
+their shared rules in ``kernels/nxk_matrix.cuh``); eig is not computed (the
+library declines it).
 
 Rules:
 
@@ -55,19 +57,20 @@ from . import loops
 from .build import Source, file_source
 from .launch import Arg, CudaRig, Pointer
 
-__all__ = ["ALGORITHMS", "KERNELS", "MAX_EXTENT", "MAX_EXTENTS", "OPEN_CHOICES", "PROSE", "ROUTINES",
-           "THREADS", "cholesky", "declines", "eigh", "lu", "qr", "solve_triangular", "source", "svd"]
+__all__ = ["ALGORITHMS", "MAX_EXTENT", "MAX_EXTENTS", "OPEN_CHOICES", "PROSE", "ROUTINES",
+           "THREADS", "cholesky", "declines", "eigh", "lu", "qr", "solve_triangular", "source", "sources", "svd"]
 
 #: The routines nx.cuda computes (eig is declined).
 ROUTINES: Final = ("cholesky", "lu", "qr", "svd", "eigh", "solve_triangular")
 
-#: The element type each dtype's kernels are instantiated for (matrices.cu).
+#: The element type each dtype's kernels are instantiated for.
 _CTYPES: Final = {D.float32: "float", D.float64: "double", D.complex64: "nxk_mx_c64",
                   D.complex128: "nxk_mx_c128"}
 
-#: The kernels of ``kernels/matrices.cu``, one per routine and dtype.
-KERNELS: Final = tuple(f"nxk_mx_{r}<{t}>" for r in ("cholesky", "lu", "qr", "trsm", "eigh", "svd")
-                       for t in _CTYPES.values())
+#: The source of each routine's kernels (``nxk_mx_ROUTINE<T>``, trsm for
+#: solve_triangular), one kernel a routine and dtype.
+_FILES: Final = {"cholesky": "matrices.cu", "lu": "matrices.cu", "qr": "matrices.cu",
+                 "trsm": "matrices.cu", "eigh": "jacobi.cu", "svd": "jacobi.cu"}
 
 #: Threads of a block (one block a matrix).
 THREADS: Final = 64
@@ -82,9 +85,15 @@ MAX_EXTENT: Final = max(MAX_EXTENTS.values())
 
 
 @functools.cache
-def source() -> Source:
-    """``kernels/matrices.cu`` with its 24 instantiations."""
-    return file_source("matrices.cu", KERNELS)
+def source(filename: str) -> Source:
+    """``kernels/FILENAME`` with the instantiations of its routines at every dtype."""
+    return file_source(filename, tuple(f"nxk_mx_{r}<{t}>" for r, f in _FILES.items() if f == filename
+                                       for t in _CTYPES.values()))
+
+
+def sources() -> tuple[Source, ...]:
+    """The matrix routines' sources: the factorisations, then eigh and svd."""
+    return tuple(source(f) for f in dict.fromkeys(_FILES.values()))
 
 
 # --------------------------------------------------------------------------
@@ -130,7 +139,7 @@ def _descriptor(dev: CudaRig, lead: Sequence[int], arrays: Sequence[Array]) -> P
 
 def _launch(dev: CudaRig, routine: str, dt: Dtype, batch: int, args: Sequence[Arg], shared: int) -> None:
     """Queue ``nxk_mx_<routine>`` for ``batch`` matrices, a block each."""
-    fn = dev.load(source()).function(f"nxk_mx_{routine}<{_CTYPES[dt]}>")
+    fn = dev.load(source(_FILES[routine])).function(f"nxk_mx_{routine}<{_CTYPES[dt]}>")
     fn((min(batch, loops.MAX_BLOCKS),), (THREADS,), list(args), shared_bytes=shared)
 
 

@@ -53,7 +53,23 @@ from .launch import (
     check_launch,
 )
 
-__all__ = ["STICKY", "CudaDevice", "GpuFunction", "GpuModule", "decoded", "guard"]
+__all__ = ["STICKY", "WORD", "CudaDevice", "GpuFunction", "GpuModule", "decoded", "guard", "words"]
+
+#: Every allocation of a CUDA device starts at a multiple of ``WORD`` bytes and
+#: spans a whole number of words (``nbytes`` rounded up): a sub-byte store
+#: (``nxk_st_bits``) updates the aligned 32-bit word holding its byte with
+#: atomics (CUDA has none narrower than 16 bits, and no aligned word of 2 or 4
+#: bytes lies inside a 1-byte allocation), which reach up to 3 bytes past an
+#: array's last byte, never before an allocation's start. Without the padding
+#: such a store past an allocation's end is what compute-sanitizer's memcheck
+#: and the emulator's report.
+WORD: Final = 4
+
+
+def words(nbytes: int) -> int:
+    """``nbytes`` rounded up to whole words (at least one)."""
+    return max(-(-nbytes // WORD) * WORD, WORD)
+
 
 #: The CUDA error codes (cudaError_t and CUresult agree on them) after which
 #: the context is unusable: the device is lost.
@@ -223,9 +239,9 @@ class CudaDevice(CudaRig):
     # ---- memory ---------------------------------------------------------------
 
     def allocate(self, nbytes: int, access: Access = Access.READ_WRITE) -> Memory:
-        """A fresh zeroed device memory of ``nbytes``; its handle is CuPy's
-        ``MemoryPointer``. ``OutOfMemory`` past the budget or where CUDA has
-        no room."""
+        """A fresh zeroed device memory of ``nbytes`` (allocated in whole
+        words, :data:`WORD`); its handle is CuPy's ``MemoryPointer``.
+        ``OutOfMemory`` past the budget or where CUDA has no room."""
         # Rig.allocate makes a Memory without a handle, so this overrides it;
         # the budget and in-use accounting are Rig's own.
         import cupy
@@ -241,8 +257,8 @@ class CudaDevice(CudaRig):
             # Allocated with the device's stream current, so CuPy's pool only
             # hands a freed block back to work ordered after its last use.
             with guard(self, nbytes), self._current(), self.stream:
-                ptr = cupy.cuda.alloc(max(nbytes, 1))
-                cupy.cuda.runtime.memsetAsync(ptr.ptr, 0, max(nbytes, 1), self.stream.ptr)
+                ptr = cupy.cuda.alloc(words(nbytes))  # whole words: WORD
+                cupy.cuda.runtime.memsetAsync(ptr.ptr, 0, words(nbytes), self.stream.ptr)
         except BaseException:
             with self._lock:
                 self._in_use -= nbytes

@@ -43,7 +43,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ROUTINE_THREADS", "corename", "gemm", "library"]
+__all__ = ["ROUTINE_THREADS", "address", "corename", "gemm", "gemm_rows", "library"]
 
 NDArray = npt.NDArray[Any]
 
@@ -153,3 +153,26 @@ def gemm(a: NDArray, b: NDArray, out: NDArray) -> None:
     fn = lib.scipy_cblas_sgemm if out.dtype == np.float32 else lib.scipy_cblas_dgemm
     fn(_ROW_MAJOR, trans_a, trans_b, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0,
        out.ctypes.data, out.strides[0] // size)
+
+
+def address(x: NDArray) -> int:
+    """The address of ``x``'s first byte: through ctypes' ``from_buffer`` on
+    a writable array (``x.ctypes.data`` costs microseconds a call)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(x))  # type: ignore[arg-type]
+    except TypeError:  # read-only memory
+        return int(x.ctypes.data)
+
+
+def gemm_rows(dtype: npt.DTypeLike, m: int, n: int, k: int) -> Any:
+    """``gemm`` of C-contiguous ``a [m, k]``, ``b [k, n]`` and ``out [m, n]``
+    (1 <= m, n, k; extents a 32-bit BLAS integer holds) as a function of the
+    three addresses: the call ``gemm`` makes for such arrays, with its checks
+    made once here."""
+    lib = library()
+    fn = lib.scipy_cblas_sgemm if np.dtype(dtype) == np.float32 else lib.scipy_cblas_dgemm
+
+    def product(a: int, b: int, out: int) -> None:
+        fn(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a, k, b, n, 0.0, out, n)
+
+    return product

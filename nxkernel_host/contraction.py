@@ -35,14 +35,16 @@ import numpy as np
 import numpy.typing as npt
 
 from nxkernel_core import dtype as D
+from nxkernel_core import shape as Shape
 from nxkernel_core import spec as S
 from nxkernel_core.array import Array
 from nxkernel_core.declines import contract_call_declines, contract_declines
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
+from nxkernel_core.layout import Layout
 
 from . import blas, pool
-from .family import Family
+from .family import Family, Hook
 from .views import read, store, target
 
 __all__ = ["FAMILY", "contract", "declines", "declines_call", "error_factor"]
@@ -425,6 +427,43 @@ def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array])
         _compute(spec, dsts[0], operands)
 
 
+def prepare(spec: S.Contract, dsts: tuple[tuple[Dtype, Layout], ...],
+            operands: tuple[tuple[Dtype, Layout], ...]) -> Hook | None:
+    """``contract`` prepared for one signature (the caller's warm path): a
+    float32 or float64 matrix product ``a [m, k] @ b [k, n]`` (no batch, init,
+    scale or segment; operands C-contiguous in the accumulator, as the
+    destination; m within one chunk) as ``_compute`` runs it: one gemm of
+    the whole product into the destination, the operands read where they
+    lie. None for any other contraction."""
+    acc = spec.acc
+    if (acc not in (D.float32, D.float64) or spec.batch or spec.init or spec.segments is not None
+            or any(s is not None for s in spec.scales) or spec.contracting != ((1, 0),)
+            or len(operands) != 2 or len(dsts) != 1):
+        return None
+    (ad, al), (bd, bl) = operands
+    (dd, dl), = dsts
+    if (ad is not acc or bd is not acc or dd is not acc or len(al.shape) != 2 or len(bl.shape) != 2
+            or not al.is_contiguous() or not bl.is_contiguous()):
+        return None
+    (m, k), (k2, n) = al.shape, bl.shape
+    if (k != k2 or dl.shape != (m, n) or not 1 <= m <= CHUNK_ROWS or n < 1 or k < 1
+            or Shape.contract_refusal(spec, [dl.shape], [al.shape, bl.shape], [ad, bd]) is not None
+            or declines(spec, dd, [ad, bd]) is not None):
+        return None
+    product = blas.gemm_rows(acc.numpy_dtype, m, n, k)
+    item = acc.numpy_dtype.itemsize
+    fa, fb = al.offset * item, bl.offset * item
+    address = blas.address
+
+    def gemm(sp: S.Contract, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        a, b = ops[0].buffer, ops[1].buffer
+        product(address(a.memory.host_bytes) + a.offset + fa,  # type: ignore[arg-type]
+                address(b.memory.host_bytes) + b.offset + fb,  # type: ignore[arg-type]
+                address(ds[0].buffer.memory.host_bytes))  # type: ignore[arg-type]
+
+    return gemm
+
+
 def _compute(spec: S.Contract, dst: Array, operands: Sequence[Array]) -> None:
     """Compute the result into dst, reading every operand before dst is written
     (init may be dst)."""
@@ -610,6 +649,7 @@ _PROSE: Final = (
 
 FAMILY: Final = Family(
     prose={"contract": _PROSE},
+    prepared={"contract": prepare},
     association={
         "contract": "operands copied into canonical C-contiguous [batch, rows, K] and "
                     "[batch, K, cols] arrays; float products by the library's own OpenBLAS gemm "

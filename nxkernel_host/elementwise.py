@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -27,7 +27,11 @@ from nxkernel_core.spec import Map, Plain
 
 from . import program, views
 from .family import Family, Hook
+from .kinds import Impl
 from .loads import load
+
+#: How a prepared kernel views an operand or a fresh destination (``views``).
+Reader = Callable[[Array], npt.NDArray[Any]]
 
 __all__ = ["FAMILY", "map_"]
 
@@ -88,19 +92,23 @@ def prepare(spec: Map, dsts: tuple[tuple[Dtype, Layout], ...],
     if (0 < n <= ev.box and all(isinstance(ld, Plain) for ld in spec.loads)
             and not any(dt.is_sub_byte for dt, _ in (*dsts, *operands))):
         # One box of byte-wide Plain operands (the small call): the operands'
-        # views and the fresh destinations' bytes viewed straight, then one
-        # box on this thread; saves ``_compute``'s and ``map_into``'s steps.
-        types = [dt.numpy_dtype for dt, _ in dsts]
-        flat = len(loop) == 1  # a fresh destination's bytes viewed are already of its shape
+        # and the fresh destinations' bytes viewed straight, then one box on
+        # this thread; saves ``_compute``'s and ``map_into``'s steps.
         reads = [views.reader(dt, lay) for dt, lay in operands]
+        writes = [views.fresh(dt, lay) for dt, lay in dsts]
+        if ev.single is not None:
+            spans = [views.flat(dt, lay) for dt, lay in operands]
+            if (len(spans) == 2 and ev.single[1] == (0, 1) and len(loop) == 1
+                    and program.ERRSTATE is not None):
+                s0, s1 = spans
+                if s0 is not None and s1 is not None:
+                    return _binary(ev.single[0], s0, s1, dsts[0][0].numpy_dtype,
+                                   program.ERRSTATE)
+            return _single(ev.single, reads, writes[0])
 
         def small(sp: Map, ds: Sequence[Array], ops: Sequence[Array]) -> None:
-            targets = []
-            for d, t in zip(ds, types, strict=True):
-                hb = d.buffer.memory.host_bytes
-                assert hb is not None  # a fresh host destination
-                targets.append(hb.view(t) if flat else hb.view(t).reshape(loop))
-            program.box_into(ev, [r(a) for r, a in zip(reads, ops, strict=True)], loop, targets)
+            program.box_into(ev, [r(a) for r, a in zip(reads, ops, strict=True)], loop,
+                             [w(d) for w, d in zip(writes, ds, strict=True)])
 
         return small
 
@@ -108,6 +116,51 @@ def prepare(spec: Map, dsts: tuple[tuple[Dtype, Layout], ...],
         _compute(sp, ds, ops, ev, loop, False)
 
     return hook
+
+
+def _binary(impl: Impl, s0: tuple[np.dtype[Any], int, int], s1: tuple[np.dtype[Any], int, int],
+            t: np.dtype[Any], errstate: tuple[Any, object]) -> Hook:
+    """The small call of one binary step (``a + b``) on two 1-D contiguous
+    operands into one 1-D destination: every view made by one C call, and
+    NumPy's errors ignored by setting its error state straight (``_single``,
+    with its Python calls inlined)."""
+    (t0, c0, f0), (t1, c1, f1) = s0, s1
+    variable, ignore = errstate
+    enter, leave = variable.set, variable.reset
+    frombuffer = np.frombuffer
+
+    def binary(sp: Map, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        a, b = ops
+        ab, bb = a.buffer, b.buffer
+        out = ds[0].buffer.memory.host_bytes.view(t)  # type: ignore[union-attr]
+        token = enter(ignore)
+        try:
+            v = impl(out, frombuffer(ab.memory.host_bytes, t0, c0, ab.offset + f0),  # type: ignore[arg-type]
+                     frombuffer(bb.memory.host_bytes, t1, c1, bb.offset + f1))  # type: ignore[arg-type]
+        finally:
+            leave(token)
+        if v is not out:
+            np.copyto(out, v)
+
+    return binary
+
+
+def _single(single: tuple[Impl, tuple[int, ...]], reads: Sequence[Reader],
+            write: Reader) -> Hook:
+    """The small call of a program of one step (``a + b``, ``exp(x)``, a
+    cast): that step's implementation straight into the destination, as
+    ``program.box_into`` runs it."""
+    impl, args = single
+
+    def step(sp: Map, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        out = write(ds[0])
+        inputs = [r(a) for r, a in zip(reads, ops, strict=True)]
+        with program.quiet():
+            v = impl(out, *[inputs[k] for k in args])
+        if v is not out:
+            np.copyto(out, v)
+
+    return step
 
 
 PROSE: Final = (

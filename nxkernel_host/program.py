@@ -50,6 +50,7 @@ from .kinds import ULPS, Impl
 
 __all__ = [
     "CHUNK_BYTES",
+    "ERRSTATE",
     "PARALLEL_MIN",
     "ULPS",
     "Evaluator",
@@ -81,6 +82,12 @@ except ImportError:  # another NumPy: np.errstate, the public way
     _IGNORE: object = None
 else:
     _IGNORE = _make_extobj(all="ignore")
+
+#: NumPy's error-state variable and the state ignoring every error, for a
+#: prepared kernel that sets it around one ufunc (``quiet`` without its
+#: context object); None on another NumPy (then use ``quiet``).
+ERRSTATE: Final[tuple[Any, object] | None] = (
+    None if _IGNORE is None else (_extobj_contextvar, _IGNORE))
 
 
 @final

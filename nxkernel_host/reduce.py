@@ -8,6 +8,7 @@ statement gives (``reductions.ALGORITHMS``).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -401,6 +402,9 @@ def prepare_reduce(spec: S.Reduce, dsts: tuple[tuple[Dtype, Layout], ...],
     # One contiguous Plain operand whose every reduced output is the operand
     # itself (nx.sum, nx.max, ...): its view read straight, as _Outputs.get
     # would give it, without _Outputs' and the loop's steps.
+    lane = _prepared_sum(spec, x_dt, x_layout)
+    if lane is not None:
+        return lane
     read = views.reader(x_dt, x_layout)
     terms = [(red, spec.prog.out_dtypes[k], dt) for red, k, dt in spec.reductions]
     axes = spec.axes
@@ -414,3 +418,38 @@ def prepare_reduce(spec: S.Reduce, dsts: tuple[tuple[Dtype, Layout], ...],
             views.store(dst, v.reshape(dst.shape))
 
     return small
+
+
+def _prepared_sum(spec: S.Reduce, dt: Dtype, layout: Layout) -> Hook | None:
+    """The small sum of a float32 or float64 operand (contiguous, its
+    reduced axes last) into its own dtype, every row one block of at most
+    ``BLOCK`` terms on this thread: ``sum_blocks`` straight from the
+    operand's bytes into the destination's, the step ``lane_sum`` takes for
+    such rows (one block: no tree; below ``MIN_PARALLEL``: no threads), so
+    the same bits. None for any other reduction."""
+    rank = len(layout.shape)
+    k = len(spec.axes)
+    if len(spec.reductions) != 1:
+        return None
+    (red, _, result), = spec.reductions
+    if (red is not S.Monoid.SUM or result is not dt or dt not in (D.float32, D.float64)
+            or spec.axes != tuple(range(rank - k, rank))):
+        return None
+    n = math.prod(layout.shape[rank - k:])
+    rows = math.prod(layout.shape[:rank - k])
+    # _reduce_rows takes the columns' path for a few terms per result of many
+    # results; and rows of no term are +0 without a kernel.
+    if not 1 <= n <= L.BLOCK or rows * n >= pool.MIN_PARALLEL or (n <= 16 and rows >= 16):
+        return None
+    t = dt.numpy_dtype
+    first = layout.offset * t.itemsize
+    terms, into = (rows, n), (rows, 1)
+    blocks = L.sum_blocks
+    ndarray = np.ndarray
+
+    def lane_sum(sp: S.Reduce, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        buf = ops[0].buffer
+        blocks(ndarray(terms, t, buf.memory.host_bytes, buf.offset + first),
+               ndarray(into, t, ds[0].buffer.memory.host_bytes))
+
+    return lane_sum

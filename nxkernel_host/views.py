@@ -47,20 +47,54 @@ def store(a: Array, values: npt.ArrayLike) -> None:
 def reader(dt: Dtype, layout: Layout) -> Callable[[Array], npt.NDArray[Any]]:
     """How a prepared kernel reads a byte-wide operand of ``dt`` and ``layout``
     whose buffer the caller found live, on host memory: a contiguous one as
-    a slice of its bytes (its start and length worked out once here, saving
-    ``numpy_view``'s checks), any other as ``views.read`` does."""
+    one NumPy array over its bytes (its start and length worked out once here,
+    saving ``numpy_view``'s checks), any other as ``views.read`` does."""
     if not layout.is_contiguous() or layout.numel == 0:
         return read
     item = dt.numpy_dtype.itemsize
-    first, n, shape, t = layout.offset * item, layout.numel * item, layout.shape, dt.numpy_dtype
-    flat = len(shape) == 1
+    first, count, shape, t = layout.offset * item, layout.numel, layout.shape, dt.numpy_dtype
+
+    if len(shape) == 1:
+        def read_flat(a: Array) -> npt.NDArray[Any]:
+            buf = a.buffer
+            return _frombuffer(buf.memory.host_bytes, t, count, buf.offset + first)  # type: ignore[arg-type]
+
+        return read_flat
 
     def read_contiguous(a: Array) -> npt.NDArray[Any]:
         buf = a.buffer
-        hb = buf.memory.host_bytes
-        assert hb is not None  # the host library computes on host memory alone
-        start = buf.offset + first
-        view = hb[start:start + n].view(t)
-        return view if flat else view.reshape(shape)
+        return _ndarray(shape, t, buf.memory.host_bytes, buf.offset + first)
 
     return read_contiguous
+
+
+def flat(dt: Dtype, layout: Layout) -> tuple[np.dtype[Any], int, int] | None:
+    """Where a prepared kernel reads an operand of ``dt`` and a 1-D contiguous
+    ``layout`` as ``np.frombuffer(host_bytes, type, count, buffer offset +
+    first)``: ``(type, count, first)``; None for any other layout."""
+    if len(layout.shape) != 1 or not layout.is_contiguous() or layout.numel == 0:
+        return None
+    t = dt.numpy_dtype
+    return t, layout.numel, layout.offset * t.itemsize
+
+
+def fresh(dt: Dtype, layout: Layout) -> Callable[[Array], npt.NDArray[Any]]:
+    """How a prepared kernel writes a fresh byte-wide destination of ``dt`` and
+    ``layout`` (C-contiguous, its buffer spanning its memory, as the caller
+    allocates it): one NumPy array over its bytes."""
+    t, shape = dt.numpy_dtype, layout.shape
+    if len(shape) == 1:
+        def write_flat(a: Array) -> npt.NDArray[Any]:
+            return a.buffer.memory.host_bytes.view(t)  # type: ignore[union-attr]
+
+        return write_flat
+
+    def write(a: Array) -> npt.NDArray[Any]:
+        return _ndarray(shape, t, a.buffer.memory.host_bytes)
+
+    return write
+
+
+#: One C call each: cheaper than a slice, a view and a reshape.
+_frombuffer = np.frombuffer
+_ndarray = np.ndarray

@@ -4,6 +4,7 @@ device, nor one with a dead buffer, a lost device or memory held exclusive."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer, InvalidArgument
 from nxkernel_core.array import Array
 from nxkernel_core.kernel import KernelError, declining_library
-from nxkernel_core.layout import Range, Slice
+from nxkernel_core.layout import Layout, Range, Slice
 from nxkernel_core.prog import Binary, Prog
 
 ADD = Prog.binary(Binary.ADD, D.float32)
@@ -125,21 +126,25 @@ def test_a_warm_call_releases_its_claims_even_when_the_hook_fails() -> None:
     caller._plans.clear()
     x = f32(range(8))
     nx.add(x, x)
-    key, plan = next((k, p) for k, p in caller._plans.items()
-                     if p.hook is not None and k[0] == nx._map_spec(Binary.ADD, D.float32))
+    plan = next(p for k, p in caller._plans.items()
+                if p.hook is not None and k[0] == nx._map_spec(Binary.ADD, D.float32))
 
     def failing(sp: Any, dsts: Sequence[Array], ops: Sequence[Array]) -> None:
         assert ops[0].buffer.memory.readers == 2  # one read claim per operand
         raise RuntimeError("hook failed")
 
     # A Plan is write-once: a failing one takes its place in the table.
-    caller._plans[key] = caller.Plan(plan.registry, plan.device, None, plan.dsts,
-                                     plan.libraries, failing)
+    failing_plan = caller.Plan(plan.signature, plan.registry, plan.device, None, plan.dsts,
+                               plan.libraries, failing)
+    keys = [k for k, p in caller._plans.items() if p is plan]
+    for k in keys:
+        caller._plans[k] = failing_plan
     try:
         with pytest.raises(KernelError, match="raised RuntimeError: hook failed"):
             nx.add(x, x)
     finally:
-        del caller._plans[key]
+        for k in keys:
+            del caller._plans[k]
     assert x.buffer.memory.readers == 0
 
 
@@ -174,7 +179,7 @@ def test_a_plan_made_under_one_discovery_is_not_used_under_another(
     x = f32(range(8))
     nx.add(x, x)  # planned under the real registry, with the host's hook
     spy = _Spy()
-    monkeypatch.setattr(plugins, "discover", lambda refresh=False: _Registry(spy))
+    monkeypatch.setattr(plugins, "_registry", _Registry(spy))
     nx.add(x, x)
     nx.add(x, x)
     assert spy.calls == ["map", "map"]
@@ -214,7 +219,7 @@ def test_a_hook_only_gets_calls_of_the_signature_it_was_prepared_for(
         monkeypatch: pytest.MonkeyPatch, other: rig.Rig) -> None:
     lib = _Preparing()
     registry = _Registry(lib)
-    monkeypatch.setattr(plugins, "discover", lambda refresh=False: registry)
+    monkeypatch.setattr(plugins, "_registry", registry)
     whole = f32(range(16))
     x = f32(range(8))
     strided = whole.view(Slice((Range(0, 8, 2),)))
@@ -251,7 +256,7 @@ def test_a_prepared_hook_gives_the_kernel_methods_bits(dtype: str) -> None:
     host = plugins.discover().library("host")
     rng = np.random.default_rng(7)
     dt = D.by_name(dtype)
-    for shape in ((8,), (3, 5), (2, 3, 4), ()):
+    for shape in ((8,), (3, 5), (2, 3, 4), (), (1000,), (3, 300)):
         raw = rng.standard_normal(shape) * 4
         x = nx.asarray(raw.astype(np.bool_) if dt is D.bool_ else raw, dt)
         for spec in _specs(dt, len(shape)):
@@ -265,3 +270,125 @@ def test_a_prepared_hook_gives_the_kernel_methods_bits(dtype: str) -> None:
             assert getattr(host, spec.kernel)(spec, dsts, ops) is Answer.DONE
             for w, d in zip(warm, dsts, strict=True):
                 assert w.to_numpy().tobytes() == d.to_numpy().tobytes(), (spec, shape)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_prepared_matmul_gives_the_kernel_methods_bits(dtype: str) -> None:
+    """A warm nx.matmul (the host's prepared gemm) gives the bits the host
+    library's contract method gives, on aligned and offset operands; a
+    product past one chunk of rows, or of a strided operand, has no hook."""
+    host = plugins.discover().library("host")
+    rng = np.random.default_rng(11)
+    dt = D.by_name(dtype)
+    for (m, k, n), hooked in (((2, 4, 2), True), ((1, 1, 1), True), ((256, 33, 5), True),
+                              ((300, 3, 2), False)):
+        raw = rng.standard_normal(m * k + 1 + k * n).astype(dt.numpy_dtype)
+        whole = nx.asarray(raw)
+        a = whole.view(Slice((Range(1, m * k, 1),))).reshape([m, k])  # offset by one element
+        b = nx.asarray(raw[m * k + 1:].reshape(k, n))
+        for x in (a, nx.asarray(raw[1:m * k + 1].reshape(m, k))):
+            nx.matmul(x, b)
+            warm = nx.matmul(x, b)
+            sp = nx._matmul_spec(0, dt)
+            key = (sp, (dt,), None, dt, x.layout, x.device, dt, b.layout, b.device)
+            assert (caller._plans[key].hook is not None) is hooked
+            dst = Array.empty(dt, (m, n))
+            assert host.contract(sp, [dst], [x, b]) is Answer.DONE
+            assert warm.to_numpy().tobytes() == dst.to_numpy().tobytes(), (m, k, n)
+    strided = f32(range(16)).view(Slice((Range(0, 8, 2),))).reshape([2, 4])
+    if dt is D.float32:
+        nx.matmul(strided, f32(range(8)).reshape([4, 2]))
+        key = (nx._matmul_spec(0, dt), (dt,), None, dt, strided.layout, rig.host, dt,
+               Layout.c_contiguous((4, 2)), rig.host)
+        assert caller._plans[key].hook is None
+
+
+def _outcome(run: Any) -> tuple[str, object]:
+    """What a call gives: its result's dtype, shape and bits, or its error's type and message."""
+    try:
+        r = run()
+    except Exception as e:
+        return type(e).__name__, str(e)
+    return "done", (r.dtype, r.shape, bits(r))
+
+
+def _dead(prime: bool) -> tuple[str, object]:
+    x = f32(range(8))
+    if prime:
+        nx.add(f32(range(8)), f32(range(8)))
+    rig.consume(x.buffer, "donated to a test")
+    return _outcome(lambda: nx.add(x, x))
+
+
+def _lost_or_closed(prime: bool, lose: bool) -> tuple[str, object]:
+    dev = rig.memory_device("caller-gone")
+    try:
+        x = f32(range(8), dev)
+        if prime:
+            nx.sum(f32(range(8), dev))
+        if lose:
+            dev.lose("a test pulled it")
+        else:
+            dev.close()
+        return _outcome(lambda: nx.sum(x))
+    finally:
+        dev.close()
+
+
+def _exclusive(prime: bool) -> tuple[str, object]:
+    x = f32(range(8))
+    if prime:
+        nx.add(f32(range(8)), f32(range(8)))
+    with rig.with_claims(donate=[x.buffer]):
+        return _outcome(lambda: nx.add(x, x))
+
+
+def _shapes(prime: bool) -> tuple[str, object]:
+    x8, x3 = f32(range(8)), f32(range(3))
+    if prime:
+        nx.map(ADD, x8, x8)
+    return _outcome(lambda: nx.map(ADD, x8, x3)[0])
+
+
+def _dtypes(prime: bool) -> tuple[str, object]:
+    if prime:
+        nx.map(ADD, f32(range(8)), f32(range(8)))
+    f64 = nx.asarray(np.arange(8, dtype=np.float64))
+    return _outcome(lambda: nx.map(ADD, f64, f64)[0])
+
+
+def _layouts(prime: bool) -> tuple[str, object]:
+    if prime:
+        nx.add(f32(range(8)), f32(range(8)))
+    whole = f32(np.arange(17))
+    strided = whole.view(Slice((Range(0, 8, 2),)))
+    offset = whole.view(Slice((Range(9, 8, 1),)))
+    return _outcome(lambda: nx.add(nx.add(strided, strided), nx.add(offset, offset)))
+
+
+def _devices(prime: bool) -> tuple[str, object]:
+    dev = rig.memory_device("caller-two")
+    try:
+        if prime:
+            nx.add(f32(range(8)), f32(range(8)))
+            nx.add(f32(range(8), dev), f32(range(8), dev))
+        return _outcome(lambda: nx.add(f32(range(8)), f32(range(8), dev)))
+    finally:
+        dev.close()
+
+
+@pytest.mark.parametrize("scenario", [
+    _dead, functools.partial(_lost_or_closed, lose=True),
+    functools.partial(_lost_or_closed, lose=False), _exclusive, _shapes, _dtypes, _layouts,
+    _devices])
+def test_a_warm_call_answers_what_a_cold_call_answers(scenario: Any) -> None:
+    """Each call a cached plan must not let through (a dead buffer, a lost or
+    closed device, memory held exclusive, other shapes, dtypes, layouts or
+    devices) gets, after its signature's or a neighbour's plan was made, the
+    very answer it gets with no plan at all."""
+    caller._plans.clear()
+    cold = scenario(False)
+    warm = scenario(True)
+    assert warm == cold
+    if scenario is not _layouts:
+        assert warm[0] != "done", warm

@@ -1,8 +1,10 @@
 """The nxkernel command: info (text and JSON, in-process and as
-``python -m nxkernel_core``), check and bench."""
+``python -m nxkernel_core``), check, and bench (a checkout's benchmarks run
+there as a module); demo is not a command."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import nxkernel_core
 from nxkernel_core import cli
 from nxkernel_core.kernel import KERNEL_NAMES
 from tests.fake_dist import BROKEN, LIBRARY, WRAPPED, Install, stand_in_plugins
@@ -110,7 +113,7 @@ def test_info_json(install: Install, capsys: pytest.CaptureFixture[str]) -> None
     status, out, _ = run(capsys, "info", "--json")
     assert status == 0
     data = json.loads(out)
-    assert data["version"] == cli.__version__
+    assert data["version"] == nxkernel_core.__version__
     assert {n: data["plugins"][n] for n in SOURCES} == {
         "good": "loaded", "broken": "failed", "other": "loaded"}
     [failure] = [f for f in data["failures"] if f["plugin"] == "broken"]
@@ -192,35 +195,55 @@ def test_check_without_pytest(
     assert "runs under pytest, which is not installed" in err
 
 
-# ---- bench -----------------------------------------------------------------------
+# ---- what the package does not do ----------------------------------------------
 
 
-def test_bench_without_benchmarks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(cli, "_checkout", lambda: tmp_path)
-    status, out, err = run(capsys, "bench")
-    assert status == 2 and out == ""
-    assert "the benchmarks come with a source checkout" in err
+def test_demo_is_not_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """The examples belong to a checkout: run as modules there."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["demo"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'demo'" in capsys.readouterr().err
 
 
-def test_bench_runs_the_checkouts_benchmarks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    package = tmp_path / "benchmarks"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "run.py").write_text(
-        "ARGV = []\n\ndef main(argv):\n    ARGV.append(argv)\n    return 4\n")
-    monkeypatch.setattr(cli, "_checkout", lambda: tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    for name in ("benchmarks", "benchmarks.run"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    try:
-        status, _, _ = run(capsys, "bench", "nx.host", "--quick", "--json", "out.json")
-        assert status == 4
-        argv = sys.modules["benchmarks.run"].ARGV
-        assert argv == [["nx.host", "--quick", "--json", "out.json"]]
-    finally:
-        for name in ("benchmarks.run", "benchmarks"):
-            sys.modules.pop(name, None)
+def test_bench_outside_a_checkout_says_where_to_run_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bench", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "no benchmarks/run.py in" in err and "source checkout" in err
+
+
+def test_bench_runs_the_checkouts_benchmarks_as_a_module_with_its_arguments(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in checkout whose benchmarks.run writes its argv and exits 3:
+    ``nxkernel bench`` runs it as a module there and returns its status."""
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "__init__.py").write_text("")
+    (tmp_path / "benchmarks" / "run.py").write_text(
+        "import pathlib, sys\n"
+        "pathlib.Path('argv.txt').write_text(' '.join([__name__, *sys.argv[1:]]))\n"
+        "sys.exit(3)\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bench", "--quick", "host"]) == 3
+    assert (tmp_path / "argv.txt").read_text() == "__main__ --quick host"
+
+
+def test_the_packages_load_nothing_of_a_checkout_by_path() -> None:
+    """No installed module loads a file by path or imports the checkout's
+    benchmarks or examples."""
+    root = Path(__file__).resolve().parent.parent
+    for package in ("nxkernel_core", "nxkernel_host", "nxkernel_cuda"):
+        for path in sorted((root / package).rglob("*.py")):
+            text = path.read_text()
+            if not any(w in text for w in ("benchmarks", "examples", "spec_from_file_location")):
+                continue  # nothing to look at: parse only the modules that name them
+            tree = ast.parse(text, str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Attribute):
+                    assert node.attr != "spec_from_file_location", path
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    assert node.module.split(".")[0] not in ("benchmarks", "examples"), path
+                if isinstance(node, ast.Import):
+                    for alias in node.names:
+                        assert alias.name.split(".")[0] not in ("benchmarks", "examples"), path

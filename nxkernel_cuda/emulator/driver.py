@@ -137,10 +137,8 @@ MEMCHECK_VARIABLE: Final = "NXKERNEL_EMU_MEMCHECK"
 
 def memcheck() -> bool:
     """Whether kernels are built with the memory checker (``$NXKERNEL_EMU_MEMCHECK``
-    set and not ``0``). Off by default: one run of the whole conformance kit
-    under it crashed inside an emulated ``eigh`` launch, not yet understood, so
-    the checker runs where it is asked for (its own tests and the alignment
-    tests turn it on) until that is settled."""
+    set and not ``0``). Off by default; the CUDA tests turn it on
+    (``tests/cuda/conftest.py``, ``emulator/README.md``)."""
     return os.environ.get(MEMCHECK_VARIABLE, "") not in ("", "0")
 
 

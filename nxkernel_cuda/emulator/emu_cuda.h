@@ -555,8 +555,10 @@ inline void fiber_entry() { fiber_main(); }
 
 inline size_t page_size() { return size_t(sysconf(_SC_PAGESIZE)); }
 
-// Stack bytes per fiber: $NXKERNEL_EMU_STACK_KIB KiB, 256 KiB by default (the memory
-// checker's instrumentation deepens frames: the matrix routines overflowed 64 KiB).
+// Stack bytes per fiber: $NXKERNEL_EMU_STACK_KIB KiB, 256 KiB by default: headroom
+// for deep device code (the matrix routines' frames are under 1 KiB, checked or
+// not; a whole-kit crash once blamed on 64 KiB stacks was the memory checker's,
+// see emu_memcheck.h's check), and untouched pages cost nothing.
 inline size_t wanted_stack() {
     const char* e = getenv("NXKERNEL_EMU_STACK_KIB");
     size_t kib = 256;

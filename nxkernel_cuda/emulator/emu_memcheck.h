@@ -26,7 +26,8 @@
 // The runtime's own functions are NXEMU_RT (not instrumented); the built-in
 // variables are globals read at constant addresses, which g++ does not
 // instrument. Checks run in launch order, so the first faulting access of the
-// first faulting thread is the one reported.
+// first faulting thread is the one reported. Only code running on the running
+// fiber's stack is checked: `g_check` is the module's, one for every OS thread.
 
 #ifndef NXKERNEL_EMU_MEMCHECK_H
 #define NXKERNEL_EMU_MEMCHECK_H
@@ -187,6 +188,12 @@ NXEMU_RT inline const char* space_of(uintptr_t a) {
 NXEMU_RT inline void check(uintptr_t a, size_t n, bool store, bool aligned) {
     const Memcheck& c = g_check;
     if (!c.on) return;
+    // Kernel code runs on the running fiber's stack. Code of the module that
+    // another OS thread runs meanwhile (the destructor of the runtime's
+    // thread-local state as a thread exits, a query of a kernel's parameters:
+    // the launch lock orders launches only) is no kernel's: unchecked, where
+    // it would fault in the launch's name, from a thread with no fiber.
+    if (!inside(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), 1, c.stack_lo, c.stack_len)) return;
     if (aligned && (a & ((n < 8 ? n : 8) - 1)) != 0) misaligned(a, n < 8 ? n : 8, store);
     static_assert(HITS == 4, "the compares below are unrolled");
     if (inside(a, n, c.hit_lo[0], c.hit_len[0]) || inside(a, n, c.hit_lo[1], c.hit_len[1]) ||

@@ -22,8 +22,11 @@
 // b-bit dtype is bits p*b .. p*b+b-1 of the buffer. A load reads its byte; a
 // store clears, then sets, its bits in the aligned 32-bit word that holds
 // them with atomicAnd/atomicOr, so threads storing neighbours in one byte
-// never lose each other's bits (allocations are padded past their last
-// word: CuPy's pool rounds to 512 bytes, host memory to 64).
+// never lose each other's bits. That word reaches up to 3 bytes past an
+// array's last byte (never before an allocation's start, which is
+// 4-aligned), and CUDA has no atomic narrower than 16 bits, so the devices
+// allocate whole 4-byte words (device.WORD): the word lies inside the
+// allocation, as compute-sanitizer's memcheck and the emulator's check.
 #ifndef NXK_SCALAR_CUH
 #define NXK_SCALAR_CUH
 

@@ -23,7 +23,7 @@ from nxkernel_core.library import Library
 from nxkernel_cuda import build, elementwise, terms
 from nxkernel_cuda import runtime as cuda_runtime
 from nxkernel_cuda.build import Cubin, Source
-from nxkernel_cuda.device import CudaDevice, CudaRig, EmuDevice
+from nxkernel_cuda.device import CudaDevice, CudaRig
 from nxkernel_cuda.emulator import driver
 from nxkernel_cuda.library import LIBRARY, CudaLibrary
 
@@ -146,7 +146,8 @@ def standin_gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[CudaDevice]:
         def get_function(self, lowered: str) -> Any:
             source, cubin = built[self.path]
             expr = next(k for k, v in cubin.lowered.items() if v == lowered)
-            return plumbing._Kernel(driver.load(EmuDevice(9), source).function(expr))
+            # On the stand-in's runner, whose allocations the memory checker knows.
+            return plumbing._Kernel(driver.load(plumbing._RawModule.runner, source).function(expr))
 
     monkeypatch.setattr(cuda_runtime, "compile", recording)
     monkeypatch.setattr(plumbing, "LIMIT", 1 << 28)

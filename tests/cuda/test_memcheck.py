@@ -7,19 +7,27 @@ refused before they run, the device unharmed."""
 from __future__ import annotations
 
 import gc
+import threading
+import time
 
 import numpy as np
 import pytest
 
+from nxkernel_core import dtype as D
+from nxkernel_core import spec as S
+from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.rig import Lost
+from nxkernel_core.prog import Prog
+from nxkernel_core.rig import Buffer, Lost, host
 from nxkernel_cuda.build import Source
-from nxkernel_cuda.device import EmuDevice
+from nxkernel_cuda.device import WORD, EmuDevice
 from nxkernel_cuda.emulator import driver
 from nxkernel_cuda.launch import SHARED_WITHOUT_OPT_IN, LaunchError, Pointer
+from nxkernel_cuda.library import LIBRARY
+from nxkernel_host.library import library as HOST
 
 from .probe import PROBE_FILE
-from .support import needs_nvrtc
+from .support import needs_nvrtc, same_bits, values
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +38,7 @@ def _memory_checker(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 FAULTS = Source("faults.cu", (PROBE_FILE.parent / "faults.cu").read_text(),
-                ("fault_global", "fault_shared", "fault_local"))
+                ("fault_global", "fault_shared", "fault_local", "fault_bits", "fault_wait"))
 WHO = 5  # the thread that makes the access
 N = 64  # bytes of the planted allocation
 
@@ -139,6 +147,101 @@ def test_a_local_array_read_far_past_its_end_faults(emu: EmuDevice) -> None:
     with pytest.raises(Lost, match=r"kernel fault_local faulted: block \(0,0,0\) thread \(5,0,0\): invalid"
                                    r" __global__ read of 8 bytes"):
         fn(1, 32, [np.int64(1 << 20), np.int32(WHO), emu.pointer(out.buffer)])
+
+
+def _store_bits(dev: EmuDevice, at: int, pos: int, width: int, code: int) -> None:
+    dev.load(FAULTS).function("fault_bits")(1, 32, [Pointer(at), np.int64(pos), np.int32(width),
+                                                     np.uint32(code), np.int32(WHO)])
+
+
+@pytest.mark.parametrize("nbytes", [1, 2, 3, 5, 6, 7, 8])
+def test_a_sub_byte_store_stays_inside_a_devices_allocation(emu: EmuDevice, nbytes: int) -> None:
+    """A sub-byte store updates the aligned 32-bit word holding its byte
+    (``nxk_st_bits``), up to 3 bytes past the byte: the device allocates whole
+    words (``device.WORD``), so storing the last 4-bit and 1-bit element of an
+    allocation of any size stays inside it, and sets only its own bits."""
+    mem = Buffer.create(emu, nbytes)
+    at = emu.pointer(mem).address
+    assert at % WORD == 0
+    _store_bits(emu, at, 2 * nbytes - 1, 4, 0x9)
+    _store_bits(emu, at, 8 * nbytes - 2, 1, 1)
+    assert emu.lost is None
+    want = np.zeros(nbytes, np.uint8)
+    want[-1] = 0x90 | 0x40
+    assert np.array_equal(mem.host_view(), want)
+
+
+@pytest.mark.parametrize(("nbytes", "past"), [(1, 3), (2, 2), (3, 1), (5, 3)])
+def test_a_sub_byte_store_past_an_unpadded_allocation_faults(emu: EmuDevice, nbytes: int, past: int) -> None:
+    """Planted: an allocation that ends at its last byte (as an allocator
+    without the devices' padding would give it): the store of its last
+    element reads and writes the word past its end, which the checker
+    reports as compute-sanitizer would."""
+    raw = np.zeros(128, np.uint8)
+    at = raw.ctypes.data + (-raw.ctypes.data) % 64
+    emu.allocations.add(at, nbytes)
+    try:
+        with pytest.raises(Lost, match=r"kernel fault_bits faulted: block \(0,0,0\) thread \(5,0,0\): invalid"
+                                       rf" __global__ read of 4 bytes at 0x{at + (nbytes - 1) // 4 * 4:x}:"
+                                       rf" {past} bytes past the end of the nearest allocation, 0x{at:x} of"
+                                       rf" {nbytes} bytes"):
+            _store_bits(emu, at, 2 * nbytes - 1, 4, 0x9)
+    finally:
+        emu.allocations.remove(at)
+
+
+SUB_BYTE = tuple(dt for dt in D.all if dt.is_sub_byte)
+
+
+@pytest.mark.parametrize("n", [1, 5, 11, 21])
+def test_the_library_stores_sub_byte_arrays_that_end_their_allocation(emu: EmuDevice, n: int) -> None:
+    """A map copying one array of each sub-byte dtype into fresh destinations
+    of n elements (1 to 11 bytes, each ending its allocation): no fault under
+    the checker, and the host library's bits."""
+    b = Prog.build(list(SUB_BYTE))
+    spec = S.Map(b.finish(*b.ins), (S.PLAIN,) * len(SUB_BYTE))
+    xs = [values(dt, n, 3) for dt in SUB_BYTE]
+    dsts = [Array.empty(dt, (n,), emu) for dt in SUB_BYTE]
+    ops = [Array.from_numpy(x, emu, dt) for x, dt in zip(xs, SUB_BYTE, strict=True)]
+    assert LIBRARY.map(spec, dsts, ops) is Answer.DONE
+    hdsts = [Array.empty(dt, (n,), host) for dt in SUB_BYTE]
+    hops = [Array.from_numpy(x, host, dt) for x, dt in zip(xs, SUB_BYTE, strict=True)]
+    assert HOST.map(spec, hdsts, hops) is Answer.DONE
+    for dt, d, h in zip(SUB_BYTE, dsts, hdsts, strict=True):
+        assert same_bits(d.to_numpy(), h.to_numpy(), dt), dt.name
+
+
+def test_code_of_the_module_another_thread_runs_during_a_launch_is_not_the_kernels(emu: EmuDevice) -> None:
+    """While a kernel runs, another OS thread runs instrumented code of the same
+    module (here the query of a kernel's parameters; at a thread's exit, the
+    destructor of the runtime's thread-local state, which crashed a
+    whole-kit run): that is not the kernel's, so it is not checked (checked,
+    its host addresses faulted in the launch's name from a thread with no
+    fiber, a segmentation fault). The launch runs on, checked, to its end."""
+    module = emu.load(FAULTS)
+    flag = Array.from_numpy(np.zeros(4, np.int32), emu)
+    view = flag.buffer.host_view().view(np.int32)
+    failures: list[BaseException] = []
+    returned = threading.Event()
+
+    def other() -> None:
+        try:
+            while view[1] == 0 and not returned.is_set():  # until the kernel runs
+                time.sleep(0.001)
+            module.function("fault_bits")  # the module's code, on this thread
+        except BaseException as e:
+            failures.append(e)
+        view[0] = 1
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    try:
+        module.function("fault_wait")(1, 32, [emu.pointer(flag.buffer), np.int64(1 << 32)])
+    finally:
+        returned.set()
+        worker.join()
+    assert not failures and emu.lost is None
+    assert view[2] == 1  # the kernel saw the other thread finish while it ran
 
 
 def test_launches_cuda_refuses_are_refused_before_they_run(emu: EmuDevice) -> None:

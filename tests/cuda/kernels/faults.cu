@@ -2,7 +2,7 @@
 // memcheck: misaligned and out-of-bounds accesses), for the emulator's tests
 // (tests/cuda/test_memcheck.py); NVRTC compiles them too. Thread `who` of
 // block 0 makes the access; every other thread does nothing.
-#include "nxk_common.cuh"
+#include "nxk_scalar.cuh"
 
 // A global access of `width` bytes (1, 2, 4, 8 or 16) at `p + offset`: a
 // load (`store` 0) into out[0], or a store of zeros.
@@ -47,4 +47,23 @@ extern "C" __global__ void fault_local(long long i, int who, unsigned long long*
     volatile unsigned long long local[8];
     for (int k = 0; k < 8; ++k) local[k] = k;
     if ((int)threadIdx.x == who) out[0] = local[i];
+}
+
+// Sub-byte element `pos` of `p` (`width` bits) set to `code` by thread `who`,
+// as every kernel stores one (nxk_st_bits: atomics on its aligned 32-bit word).
+extern "C" __global__ void fault_bits(char* p, long long pos, int width, unsigned code, int who)
+{
+    if (blockIdx.x == 0 && (int)threadIdx.x == who) nxk_st_bits(p, pos, width, code);
+}
+
+// Thread 0 sets flag[1], then waits (at most `spins` reads) until the host
+// sets flag[0], and copies it to flag[2]: a launch that runs while another
+// OS thread runs the module's code.
+extern "C" __global__ void fault_wait(volatile int* flag, long long spins)
+{
+    if (threadIdx.x != 0) return;
+    flag[1] = 1;
+    for (long long i = 0; i < spins && flag[0] == 0; ++i) {
+    }
+    flag[2] = flag[0];
 }

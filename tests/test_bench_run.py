@@ -1,5 +1,5 @@
-"""The nxkernel command's ``demo`` (examples/NAME.py of the checkout) and
-``bench --plot``; benchmarks/run.py's tables, progress lines and plot."""
+"""benchmarks/run.py (``python -m benchmarks.run`` in a checkout): its
+tables, progress lines and plot."""
 
 from __future__ import annotations
 
@@ -10,82 +10,7 @@ from typing import Any
 
 import pytest
 
-from nxkernel_core import cli
-
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-# ---- demo ------------------------------------------------------------------------
-
-
-@pytest.fixture
-def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A stand-in checkout whose examples/hello.py records its argv."""
-    examples = tmp_path / "examples"
-    examples.mkdir()
-    (examples / "hello.py").write_text(
-        "import sys\n\ndef main(argv):\n    sys.stdout.write(f'hello {argv!r}\\n')\n    return 3\n")
-    (examples / "_helper.py").write_text("")
-    monkeypatch.setattr(cli, "_checkout", lambda: tmp_path)
-    return tmp_path
-
-
-def test_demo_runs_the_example_with_the_arguments_after_its_name(
-    checkout: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    status, out, err = run(capsys, "demo", "hello", "a sentence", "--json", "x.json")
-    assert status == 3 and err == ""
-    assert out == "hello ['a sentence', '--json', 'x.json']\n"
-
-
-def test_demo_names_the_examples(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, err = run(capsys, "demo", "nope")
-    assert status == 2 and out == ""
-    assert err == "nxkernel demo: no example 'nope'; the examples are: hello\n"
-    status, _, err = run(capsys, "demo")
-    assert status == 2 and err == "nxkernel demo: name an example: hello\n"
-
-
-def test_demo_without_examples(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(cli, "_checkout", lambda: tmp_path)
-    status, out, err = run(capsys, "demo", "minilm")
-    assert status == 2 and out == ""
-    assert "the examples come with a source checkout" in err
-
-
-def test_the_checkout_has_the_minilm_example() -> None:
-    assert (cli._checkout() / "examples" / "minilm.py").is_file()
-
-
-# ---- bench -----------------------------------------------------------------------
-
-
-def test_bench_passes_plot_through(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    package = tmp_path / "benchmarks"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "run.py").write_text("ARGV = []\n\ndef main(argv):\n    ARGV.append(argv)\n    return 0\n")
-    monkeypatch.setattr(cli, "_checkout", lambda: tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    for name in ("benchmarks", "benchmarks.run"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    try:
-        status, _, _ = run(capsys, "bench", "--quick", "--plot", "r.png")
-        assert status == 0
-        assert sys.modules["benchmarks.run"].ARGV == [["--quick", "--plot", "r.png"]]
-    finally:
-        for name in ("benchmarks.run", "benchmarks"):
-            sys.modules.pop(name, None)
 
 
 ROWS: list[dict[str, Any]] = [
