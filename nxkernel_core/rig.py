@@ -355,9 +355,10 @@ class Memory:
     """
 
     # Slots, and the lock made on first use: every call allocates its
-    # destinations, so a memory's making is on the caller's warm path.
-    __slots__ = ("_store_lock", "access", "consumed", "device", "epoch", "exclusive", "handle",
-                 "host_bytes", "nbytes", "readers", "writers")
+    # destinations, so a memory's making is on the caller's warm path. A
+    # weak reference is kept (a DLPack consumer's capsule watches its memory).
+    __slots__ = ("__weakref__", "_store_lock", "access", "consumed", "device", "epoch", "exclusive",
+                 "handle", "host_bytes", "nbytes", "readers", "writers")
 
     def __init__(self, dev: Rig, nbytes: int, access: Access,
                  host_bytes: npt.NDArray[np.uint8] | None, handle: object = None) -> None:

@@ -58,7 +58,8 @@ from .build import Source, file_source
 from .launch import Arg, CudaRig, Pointer
 
 __all__ = ["ALGORITHMS", "MAX_EXTENT", "MAX_EXTENTS", "OPEN_CHOICES", "PROSE", "ROUTINES",
-           "THREADS", "cholesky", "declines", "eigh", "lu", "qr", "solve_triangular", "source", "sources", "svd"]
+           "THREADS", "cholesky", "declines", "eigh", "lu", "qr", "solve_triangular", "source",
+           "sources", "svd"]
 
 #: The routines nx.cuda computes (eig is declined).
 ROUTINES: Final = ("cholesky", "lu", "qr", "svd", "eigh", "solve_triangular")
