@@ -24,11 +24,6 @@ _PACKAGES: Final = ("nxkernel_core", "nxkernel_host", "nxkernel_cuda", "benchmar
 #: The most lines a module may have.
 _MOST_LINES: Final = 750
 
-#: Modules known to be over the limit, each to be split: nx.py (770 lines at
-#: the merge of s15call's fast paths into s15spec's trimmed one) wants its
-#: conveniences split by family.
-_OVERSIZE: Final[frozenset[str]] = frozenset({"nxkernel_core/nx.py"})
-
 #: Import cycles known to close only through deferred imports, left to be
 #: broken: discovery runs when a device is named and discovery opens devices
 #: (#15 item 5, s15call); the Array API's reductions and manipulations lean on
@@ -157,13 +152,6 @@ def test_no_module_is_over_750_lines(package: str) -> None:
     for path in _sources(package):
         rel = path.relative_to(_ROOT).as_posix()
         lines = len(path.read_text(encoding="utf-8").splitlines())
-        if lines > _MOST_LINES and rel not in _OVERSIZE:
+        if lines > _MOST_LINES:
             over[rel] = lines
     assert over == {}
-
-
-def test_the_oversize_allow_list_names_only_modules_still_over() -> None:
-    still = {rel for rel in _OVERSIZE
-             if (_ROOT / rel).is_file()
-             and len((_ROOT / rel).read_text(encoding="utf-8").splitlines()) > _MOST_LINES}
-    assert still == _OVERSIZE

@@ -127,7 +127,7 @@ def test_a_warm_call_releases_its_claims_even_when_the_hook_fails() -> None:
     x = f32(range(8))
     nx.add(x, x)
     plan = next(p for k, p in caller._plans.items()
-                if p.hook is not None and k[0] == nx._map_spec(Binary.ADD, D.float32))
+                if p.hook is not None and k[0] == nx.elementwise._map_spec(Binary.ADD, D.float32))
 
     def failing(sp: Any, dsts: Sequence[Array], ops: Sequence[Array]) -> None:
         assert ops[0].buffer.memory.readers == 2  # one read claim per operand
@@ -234,9 +234,9 @@ def test_a_hook_only_gets_calls_of_the_signature_it_was_prepared_for(
 
 def _specs(dt: D.Dtype, rank: int) -> list[Any]:
     """Map and reduce specs of one ``dt`` operand of ``rank``, as nx's calls make them."""
-    specs: list[Any] = [nx._cast_spec(dt, D.float64)]
+    specs: list[Any] = [nx.elementwise._cast_spec(dt, D.float64)]
     if dt is not D.bool_:
-        specs += [nx._map_spec(Binary.ADD, dt), nx._map_spec(Binary.MUL, dt)]
+        specs += [nx.elementwise._map_spec(Binary.ADD, dt), nx.elementwise._map_spec(Binary.MUL, dt)]
     reductions: list[Any] = [S.Monoid.MAX, S.Monoid.MIN]
     if dt is not D.bool_:
         reductions += [S.Monoid.SUM, S.Monoid.PROD]
@@ -245,7 +245,7 @@ def _specs(dt: D.Dtype, rank: int) -> list[Any]:
     if dt.is_float:
         reductions += [S.LOGSUMEXP, S.MOMENTS]
     for axes in {tuple(range(rank)), tuple(range(rank))[1:], tuple(range(rank))[:1]}:
-        specs += [nx._reduce_spec(dt, axes, r, dt) for r in reductions]
+        specs += [nx.reductions._reduce_spec(dt, axes, r, dt) for r in reductions]
     return specs
 
 
@@ -289,7 +289,7 @@ def test_a_prepared_matmul_gives_the_kernel_methods_bits(dtype: str) -> None:
         for x in (a, nx.asarray(raw[1:m * k + 1].reshape(m, k))):
             nx.matmul(x, b)
             warm = nx.matmul(x, b)
-            sp = nx._matmul_spec(0, dt)
+            sp = nx.linalg._matmul_spec(0, dt)
             key = (sp, (dt,), None, dt, x.layout, x.device, dt, b.layout, b.device)
             assert (caller._plans[key].hook is not None) is hooked
             dst = Array.empty(dt, (m, n))
@@ -298,7 +298,7 @@ def test_a_prepared_matmul_gives_the_kernel_methods_bits(dtype: str) -> None:
     strided = f32(range(16)).view(Slice((Range(0, 8, 2),))).reshape([2, 4])
     if dt is D.float32:
         nx.matmul(strided, f32(range(8)).reshape([4, 2]))
-        key = (nx._matmul_spec(0, dt), (dt,), None, dt, strided.layout, rig.host, dt,
+        key = (nx.linalg._matmul_spec(0, dt), (dt,), None, dt, strided.layout, rig.host, dt,
                Layout.c_contiguous((4, 2)), rig.host)
         assert caller._plans[key].hook is None
 

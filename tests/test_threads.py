@@ -102,7 +102,7 @@ def test_a_sub_byte_store_waits_for_another_call_on_its_memory() -> None:
     n = 64
     full = nx.asarray(np.zeros(n, np.int8), I4)
     src = nx.asarray(np.full(n // 2, -5, np.int8), I4)
-    copy = nx._cast_spec(I4, I4)
+    copy = nx.elementwise._cast_spec(I4, I4)
     finished = threading.Event()
 
     def odd() -> None:
@@ -124,7 +124,7 @@ def test_a_sub_byte_store_waits_for_another_call_on_its_memory() -> None:
 def test_even_and_odd_int4_stores_in_two_threads_lose_nothing() -> None:
     host = _host()
     n = 65536
-    copy = nx._cast_spec(I4, I4)
+    copy = nx.elementwise._cast_spec(I4, I4)
     srcs = [nx.asarray(np.full(n // 2, v, np.int8), I4) for v in (3, -5)]
     for _ in range(8):
         full = nx.asarray(np.zeros(n, np.int8), I4)
@@ -167,11 +167,11 @@ def _round(k: int, r: int, shared_i4: Array, shared_f: Array) -> list[bytes]:
     )]
     m = shared_f.shape[0] // THREADS
     mine = shared_f[k * m : (k + 1) * m]
-    add = nx._map_spec(Binary.ADD, D.by_name("float32"))
+    add = nx.elementwise._map_spec(Binary.ADD, D.by_name("float32"))
     y = nx.asarray(rng.standard_normal(m).astype(np.float32))
     assert host.map(add, (mine,), (mine, y)) is Answer.DONE  # in place: dst identical to an operand
     codes = rng.integers(-8, 8, size=shared_i4.shape[0] // THREADS).astype(np.int8)
-    assert host.map(nx._cast_spec(I4, I4), (shared_i4[k::THREADS],), (nx.asarray(codes, I4),)) is Answer.DONE
+    assert host.map(nx.elementwise._cast_spec(I4, I4), (shared_i4[k::THREADS],), (nx.asarray(codes, I4),)) is Answer.DONE
     out += [nx.to_numpy(mine).tobytes(), nx.to_numpy(shared_i4[k::THREADS]).tobytes()]
     return out
 
