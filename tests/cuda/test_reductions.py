@@ -166,6 +166,26 @@ def test_max_min_and_arg_give_the_first_extreme(dev: CudaRig) -> None:
             assert got[2].tolist() == pos.tolist()
 
 
+def test_an_extreme_of_e5m2_infinity_rounds_into_the_destination(dev: CudaRig) -> None:
+    # No store makes an infinity of e5m2 (upstream §5): Max, Min and Arg
+    # reductions store ±57344 (±0x7B) for an infinite extreme, as the scans
+    # do, in one group a row and through the finishing pass of several.
+    e5m2 = D.float8_e5m2
+    x = np.full((2, 2100), 0x3C, np.uint8)
+    x[0, [5, 1500]], x[0, [7, 2000]] = 0x7C, 0xFC
+    x[1, [3, 1030]], x[1, [9, 2099]] = 0x7B, 0xFB
+    spec = S.Reduce(programs.identity(e5m2), (S.PLAIN,), (1,), (
+        (S.Monoid.MAX, 0, e5m2), (S.Monoid.MIN, 0, e5m2), (S.Arg(S.Extreme.MAX), 0, e5m2),
+        (S.Arg(S.Extreme.MIN), 0, e5m2)))
+    xs = on(dev, x.view(e5m2.numpy_dtype))
+    for group in (4, 1):
+        dsts = [Array.empty(d, (2,), dev) for d in spec.result_dtypes()]
+        assert reductions.reduce(spec, dsts, [xs], group_chunks=group) is Answer.DONE
+        mx, mn, vmax, pmax, vmin, pmin = (d.to_numpy() for d in dsts)
+        assert [v.view(np.uint8).tolist() for v in (mx, mn, vmax, vmin)] == [[0x7B, 0x7B], [0xFB, 0xFB]] * 2
+        assert pmax.tolist() == [5, 3] and pmin.tolist() == [7, 9], group
+
+
 def test_integers_wrap_whatever_the_layout(dev: CudaRig) -> None:
     base = values(D.int32, 7 * 9, seed=2).reshape(7, 9)
     view = on(dev, base).view(Permute((1, 0)))[::-1, 1:]  # [9, 6], reversed and offset
