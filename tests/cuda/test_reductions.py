@@ -125,6 +125,31 @@ def test_a_scan_has_the_same_bits_for_every_chunk(dev: CudaRig) -> None:
         assert same_bits(dst.to_numpy(), want, D.float32), chunk
 
 
+def test_a_sum_scan_adds_its_terms_from_positive_zero(dev: CudaRig) -> None:
+    # Monoid Sum adds from +0: state 0 is +0 + term 0, so results over −0
+    # terms alone are +0, in every chunk plan (the totals' pass included).
+    x = np.full((2, 3000), -0.0, np.float32)
+    x[1, 2000:] = 1.5
+    forward = np.zeros((2, 3000), np.float32)
+    forward[1, 2000:] = 1.5 * np.arange(1, 1001)
+    backward = np.zeros((2, 3000), np.float32)
+    backward[1] = 1.5 * np.minimum(3000 - np.arange(3000), 1000)
+    xs = on(dev, x)
+    for reverse, want in ((False, forward), (True, backward)):
+        spec = S.Scan(programs.identity(D.float32), (S.PLAIN,), 1, S.Monoid.SUM, 0, D.float32,
+                      reverse=reverse)
+        for chunk in (2, 64, None):
+            dst = Array.empty(D.float32, (2, 3000), dev)
+            assert reductions.scan(spec, [dst], [xs], chunk=chunk) is Answer.DONE
+            assert same_bits(dst.to_numpy(), want, D.float32), (reverse, chunk)
+    for dt in (D.float16, D.complex64):
+        z = np.zeros((1, 5), dt.numpy_dtype)
+        z.view(np.float16 if dt is D.float16 else np.float32)[:] = -0.0
+        spec = S.Scan(programs.identity(dt), (S.PLAIN,), 1, S.Monoid.SUM, 0, dt)
+        answer, (got,) = run(spec, [on(dev, z)], spec.result_dtypes())
+        assert answer is Answer.DONE and same_bits(got, np.zeros((1, 5), dt.numpy_dtype), dt), dt
+
+
 # --------------------------------------------------------------------------
 # Extremes, integers, narrow floats, layouts
 # --------------------------------------------------------------------------
