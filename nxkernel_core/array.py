@@ -266,27 +266,30 @@ class Array:
         return out
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        """(1, 0), DLPack's CPU, for memory the host addresses; (2, N), CUDA, for ``cuda:N``."""
-        if self.buffer.memory.host_bytes is not None:
-            return (1, 0)
-        name = self.device.name
-        return (2, int(name.partition(":")[2] or 0))
+        """DLPack's (device type, id): (1, 0), CPU, for memory the host addresses
+        (``cuda-emu:N``'s too); (2, N), CUDA, for ``cuda:N``."""
+        out: tuple[int, int] = _ns()._dlpack.dlpack_device(self)
+        return out
 
     def __dlpack__(self, *, stream: object = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
-        """A DLPack capsule sharing this array's host memory (byte-wide dtypes
-        NumPy holds); ``BufferError`` otherwise."""
-        if self.buffer.memory.host_bytes is None:
-            raise BufferError(f"Array.__dlpack__: {self.device.name}'s memory is not host memory")
-        if self.dtype.bits < 8 or self.dtype.numpy_dtype.kind == "V":
-            raise BufferError(f"Array.__dlpack__: DLPack has no {self.dtype.name}")
-        view = self.numpy_view()
-        kwargs: dict[str, Any] = {"stream": stream, "max_version": max_version}
-        if dl_device is not None:
-            kwargs["dl_device"] = dl_device
-        if copy is not None:
-            kwargs["copy"] = copy
-        return view.__dlpack__(**kwargs)
+        """A DLPack capsule sharing this array's memory, which stays alive until
+        the consumer is done (``array_api._dlpack.export``); ``BufferError``
+        where it cannot be."""
+        return _ns()._dlpack.export(self, stream=stream, max_version=max_version,
+                                    dl_device=dl_device, copy=copy)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """CUDA's array interface (version 3, with the stream the data is made
+        on) for arrays on ``cuda:N``; ``AttributeError`` with the reason for
+        every other device, so that ``hasattr`` is False there."""
+        ic = _ns()._dlpack.interchange_of(self.device)
+        if ic is None:
+            raise AttributeError(f"Array.__cuda_array_interface__: {self.device.name}'s memory is not "
+                                 "CUDA device memory")
+        out: dict[str, Any] = ic.cuda_array_interface(self)
+        return out
 
     def _scalar(self, fn: str) -> Any:
         if self.rank != 0:

@@ -24,7 +24,9 @@ contraction states the contract's ceiling γ(2K + 2) as its e(K). The guide
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from . import fits
@@ -113,9 +115,12 @@ class Library:
     """A kernel library whose kernels are hooks (see the module's doc).
 
     A subclass sets ``name`` and ``summary``, and may set ``priority``,
-    ``concurrent``, ``association``, ``algorithms``, ``open_choices`` and
-    ``models`` (the device models it computes on), and define
-    ``error_factor``.
+    ``concurrent``, ``association``, ``algorithms``, ``open_choices``,
+    ``ulps``, ``not_computed`` and ``models`` (the device models it computes
+    on), and define ``error_factor``; one whose arrays are not in the host's
+    memory defines ``_door`` and ``computes_on``. The statement is made on
+    first use (:meth:`_make_statement`), so a subclass whose parts cost (a
+    probe of its devices) pays only when it is read.
     """
 
     #: The library's name, as discovery lists it.
@@ -131,11 +136,32 @@ class Library:
     association: ClassVar[Mapping[str, str]] = {}
     algorithms: ClassVar[Mapping[str, str]] = {}
     open_choices: ClassVar[Mapping[str, str]] = {}
+    #: The ulp bounds of the inexact kinds its programs compute (``Statement.ulps``).
+    ulps: ClassVar[Mapping[str, Mapping[str, int]]] = {}
+    #: Why a kernel without a hook declines, where more is to be said than
+    #: ``"NAME computes no KERNEL"``.
+    not_computed: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self) -> None:
         if not self.name:
             raise TypeError(f"{type(self).__name__}: a Library states its name")
-        self.statement: Statement = Statement(
+        self._made: Statement | None = None
+        self._making = threading.Lock()
+
+    @property
+    def statement(self) -> Statement:
+        """The statement, made on first use by :meth:`_make_statement`."""
+        made = self._made
+        if made is None:
+            with self._making:
+                if self._made is None:
+                    self._made = self._make_statement()
+                made = self._made
+        return made
+
+    def _make_statement(self) -> Statement:
+        """The statement of the class's parts and hooks (see the module's doc)."""
+        return Statement(
             library=self.name,
             summary=self.summary,
             computes={k: self._kernel_statement(k) for k in KERNEL_NAMES},
@@ -144,6 +170,7 @@ class Library:
             algorithms=self.algorithms,
             open_choices=self.open_choices,
             concurrent=self.concurrent,
+            ulps=self.ulps,
         )
 
     def __repr__(self) -> str:
@@ -158,6 +185,12 @@ class Library:
         """e(K): the contract's ceiling γ(2K + 2) unless a subclass states less."""
         return gamma(2 * k + 2, unit_roundoff(dt))
 
+    def _door(self, dsts: Sequence[Array], operands: Sequence[Array]
+              ) -> AbstractContextManager[Answer | None]:
+        """The door a call that fits and is not declined passes: the core's,
+        for arrays in the host's memory (``OFF_HOST`` for others)."""
+        return door(dsts, operands, need_host=True)
+
     def _hook(self, kernel: str) -> Hook | None:
         # On the class: an instance attribute is never taken for a hook.
         hook = getattr(type(self), f"_{kernel}", None)
@@ -166,7 +199,7 @@ class Library:
     def _kernel_statement(self, kernel: str) -> KernelStatement:
         hook = self._hook(kernel)
         if hook is None:
-            reason = f"{self.name} computes no {kernel}"
+            reason = self.not_computed.get(kernel, f"{self.name} computes no {kernel}")
             return KernelStatement(f"declines every case: {reason}", lambda call: reason)
         declines: Callable[[Call], str | None] = getattr(
             self, f"_declines_{kernel}", lambda call: None)
@@ -183,7 +216,7 @@ class Library:
             return Answer.DECLINED
         hook = self._hook(kernel)
         assert hook is not None  # a kernel without a hook declines every case
-        with door(dsts, operands, need_host=True) as refused:
+        with self._door(dsts, operands) as refused:
             if refused is not None:
                 return refused
             hook(spec, dsts, operands)

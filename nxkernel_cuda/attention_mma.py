@@ -57,7 +57,7 @@ from nxkernel_core.prog import Prog
 
 from . import codegen
 from .build import Source, render
-from .device import CudaRig
+from .launch import CudaRig
 
 __all__ = ["KERNEL", "MAX_HEAD_DIM", "MIN_ARCH", "attention_mma_code", "attention_mma_source",
            "shared_bytes", "takes", "tile_keys"]

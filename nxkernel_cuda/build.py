@@ -18,6 +18,10 @@ Rules:
   loaded only where it and its kernel map match their seals.
 * A compilation that fails raises :class:`CompileError`, carrying the source
   (and printing it numbered), its name, the kernels, the options and the log.
+* Where ``NXKERNEL_CUDA_DUMP`` names a folder, a device writes every source it
+  builds there before building it, with the compiler and options it builds
+  with (:func:`dump`): the text the library renders, to read or to compile
+  by hand.
 
 NVRTC 12 or 13 comes from the ``nvidia-cuda-nvrtc-cu12`` or
 ``nvidia-cuda-nvrtc`` wheel (or a system CUDA), loaded and chosen by
@@ -31,10 +35,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import re
 import string
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -47,6 +52,7 @@ from .nvrtc import Nvrtc, NvrtcUnavailable
 
 __all__ = [
     "CI_ARCHES",
+    "DUMP_VARIABLE",
     "KERNEL_DIR",
     "OPTIONS",
     "CompileError",
@@ -55,6 +61,7 @@ __all__ = [
     "Source",
     "compile",
     "compile_options",
+    "dump",
     "file_source",
     "headers",
     "numbered",
@@ -92,7 +99,7 @@ _ARCH: Final = re.compile(r"sm_(\d+)[af]?")
 class Source:
     """A CUDA C++ translation unit and the kernels launched from it.
 
-    ``name`` names it in messages and logs (``"lane_sum.cu"``); ``kernels`` are
+    ``name`` names it in messages and logs (``"fold.cu"``); ``kernels`` are
     the name expressions of its kernels, each launched by that expression: an
     ``extern "C"`` kernel's name, or a template kernel's instantiation.
     """
@@ -128,6 +135,31 @@ def file_source(filename: str, kernels: Sequence[str]) -> Source:
     """The hand-written source ``KERNEL_DIR/filename`` exporting ``kernels``."""
     path = KERNEL_DIR / filename
     return Source(filename, path.read_text(), tuple(kernels))
+
+
+#: The variable naming the folder :func:`dump` writes sources into.
+DUMP_VARIABLE: Final = "NXKERNEL_CUDA_DUMP"
+
+
+def dump(source: Source, device: str, options: Callable[[], Sequence[str]]) -> Path | None:
+    """Where ``NXKERNEL_CUDA_DUMP`` names a folder (made where missing): write
+    ``source``'s text there as ``NAME-KEY-DEVICE.cu`` (KEY 16 hex digits of
+    :attr:`Source.key`, DEVICE ``device`` with ``:`` as ``_``) and beside it
+    ``NAME-KEY-DEVICE.json``: the source's name, its kernels, the device, and
+    the compiler and options ``options()`` gives, the compiler first. The
+    text's path, or None where the variable is unset or empty."""
+    folder = os.environ.get(DUMP_VARIABLE, "")
+    if not folder:
+        return None
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"{source.name.removesuffix('.cu')}-{source.key[:16]}-{device.replace(':', '_')}"
+    text = out / f"{stem}.cu"
+    text.write_text(source.text)
+    record = {"source": source.name, "kernels": list(source.kernels), "device": device,
+              "options": list(options())}
+    (out / f"{stem}.json").write_text(json.dumps(record, indent=1) + "\n")
+    return text
 
 
 @functools.cache

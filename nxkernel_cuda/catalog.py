@@ -8,7 +8,7 @@ library can launch goes uncompiled.
 
 from __future__ import annotations
 
-from . import attention, contraction, copy, folds, fourier, lane_sum, matrices, moves, reductions, statistics
+from . import attention, contraction, folds, fourier, matrices, moves, reductions, statistics
 from .build import Source
 
 __all__ = ["sources"]
@@ -19,8 +19,6 @@ def sources() -> tuple[Source, ...]:
     (the map, reductions and attention sources are: tests/cuda compiles those the tests
     draw for ``build.CI_ARCHES``)."""
     return (
-        lane_sum.source(),
-        copy.source(),
         moves.source(),
         reductions.arrays_source(),
         statistics.source(),

@@ -100,8 +100,7 @@ from nxkernel_core.rig import Buffer
 from . import loops
 from .build import Source, file_source
 from .contract_simt import Problem, problem, upload_walks, walks
-from .device import CudaRig
-from .launch import Pointer
+from .launch import CudaRig, Pointer
 
 __all__ = ["KERNELS", "error_factor", "kind", "launch", "run_mode", "scale_map", "scales_fit", "source",
            "takes"]

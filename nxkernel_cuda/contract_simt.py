@@ -25,8 +25,7 @@ from nxkernel_core.dtype import Dtype
 
 from . import loops
 from .build import Source, file_source
-from .device import CudaRig
-from .launch import Pointer
+from .launch import CudaRig, Pointer
 
 __all__ = ["KERNELS", "Problem", "launch_general", "launch_tiled", "problem", "source", "walks"]
 

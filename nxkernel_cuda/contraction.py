@@ -83,14 +83,13 @@ from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
-from nxkernel_core.kernel import Call, KernelStatement, gamma, unit_roundoff
+from nxkernel_core.kernel import Call, gamma, unit_roundoff
 
 from . import contract_mma, contract_simt, loops
 from .build import Source
 
-__all__ = ["ALGORITHM", "ASSOCIATION", "PROSE", "STATEMENT", "contract", "declines", "error_factor",
+__all__ = ["ALGORITHM", "ASSOCIATION", "PROSE", "contract", "declines", "error_factor", "misfit",
            "sources"]
 
 #: Operand (and init) dtypes each float accumulator takes: all convert exactly.
@@ -167,12 +166,10 @@ def _aliasing_reason(dsts: Sequence[Array], operands: Sequence[Array], spec: S.C
 
 
 def declines(call: Call) -> str | None:
-    """Why ``contract`` declines ``call``, or None where it computes it (a call
-    that does not fit is None here: the kernel refuses it)."""
+    """Why ``contract`` declines ``call`` (one that fits), or None where it
+    computes it."""
     spec = call.spec
     assert isinstance(spec, S.Contract)
-    if len(call.dsts) != 1 or len(call.operands) != spec.n_operands():
-        return None
     why = _spec_reason(spec, call.dsts[0].dtype, [o.dtype for o in call.operands])
     return why if why is not None else _aliasing_reason(call.dsts, call.operands, spec)
 
@@ -191,38 +188,27 @@ def error_factor(k: int, acc: Dtype) -> float:
     return max(simt, contract_mma.error_factor(k)) if acc is D.float32 else simt
 
 
-def _misfit(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit (``shape.contract_refusal``)."""
+def misfit(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+    """The refusal of a call that does not fit (``shape.contract_refusal``:
+    the contract's rule, which the Library base's general fit check does not
+    yet hold in full)."""
     return SH.contract_refusal(spec, [d.shape for d in dsts], [o.shape for o in operands],
                                [o.dtype for o in operands])
 
 
-def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """``dst = init + Σ a·b`` over the contracting pairs in ``spec.acc``, each
-    output a chain in increasing K with init added last, rounded once into dst
-    (see the module's doc). Operands: a, b, [init], [a's scale], [b's scale],
-    [ids]."""
-    misfit = _misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    dev = loops.cuda_device([*dsts, *operands])
-    if dev is None or any(x.device is not dev for x in (*dsts, *operands)):
-        return Answer.WRONG_DEVICE
-    dtypes = [o.dtype for o in operands]
-    if (_spec_reason(spec, dsts[0].dtype, dtypes) is not None
-            or _aliasing_reason(dsts, operands, spec) is not None):
-        return Answer.DECLINED
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        if contract_mma.takes(dev, spec, dtypes, [o.shape for o in operands]):
-            contract_mma.launch(dev, spec, dsts[0], operands)
-        elif (spec.acc.is_complex or spec.segments is not None
-              or any(s is not None for s in spec.scales)):
-            contract_simt.launch_general(dev, spec, dsts[0], operands)
-        else:
-            contract_simt.launch_tiled(dev, spec, dsts[0], operands)
-    return Answer.DONE
+def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``dst = init + Σ a·b`` of a call that fits and is not declined, its
+    arrays claimed: over the contracting pairs in ``spec.acc``, each output a
+    chain in increasing K with init added last, rounded once into dst (see the
+    module's doc). Operands: a, b, [init], [a's scale], [b's scale], [ids]."""
+    dev = loops.device_of(dsts)
+    if contract_mma.takes(dev, spec, [o.dtype for o in operands], [o.shape for o in operands]):
+        contract_mma.launch(dev, spec, dsts[0], operands)
+    elif (spec.acc.is_complex or spec.segments is not None
+          or any(s is not None for s in spec.scales)):
+        contract_simt.launch_general(dev, spec, dsts[0], operands)
+    else:
+        contract_simt.launch_tiled(dev, spec, dsts[0], operands)
 
 
 #: What contract computes and declines, in words.
@@ -300,6 +286,3 @@ ALGORITHM: Final = (
     "(below 2^-126 one rounding, at most 2^-150 an instruction) and overflow, which the contract's bound "
     "bars; where the exact value is in float32's range it is finite though the two scales' product is not."
 )
-
-#: The statement entry of contract.
-STATEMENT: Final = KernelStatement(PROSE, declines)

@@ -1,12 +1,9 @@
 """The CUDA library's devices, and why CUDA is or is not available here.
 
-* ``cuda:N`` (:class:`CudaDevice`): GPU ``N``. Its memory is device memory
-  from CuPy's memory pool (``shares_host_memory`` False: ``host_bytes`` is
-  ``None`` and the door answers ``OFF_HOST`` to a library that needs host
-  memory); bytes cross with ``cudaMemcpyAsync`` on the device's stream, which
-  also runs every kernel, so work is done in the order it was queued and a
-  read waits for it. An allocation failure raises ``OutOfMemory``; a sticky
-  CUDA error loses the device (``Lost`` ever after).
+* ``cuda:N`` (:class:`~nxkernel_cuda.runtime.CudaDevice`, the GPU runtime's):
+  GPU ``N``, its memory device memory, its work queued on its stream. An
+  allocation failure raises ``OutOfMemory``; a sticky CUDA error loses the
+  device (``Lost`` ever after).
 * ``cuda-emu:N`` (:class:`EmuDevice`), opened where ``NXKERNEL_CUDA_EMULATE``
   is set (to anything but ``0``, ``false`` or ``no``): a device whose memory
   is host memory and whose kernels run on the CPU in the emulator (the same
@@ -18,9 +15,10 @@
   devices, not every device that shares host memory). A fault in a kernel
   loses it, as a sticky error loses a GPU.
 
-Both are :class:`CudaRig`, whose ``load(source)`` gives a module of
-launchable functions (:mod:`nxkernel_cuda.launch`), so the library above
-them is the same code for both.
+Both are :class:`~nxkernel_cuda.launch.CudaRig`, whose ``load(source)``
+gives a module of launchable functions, so the library above them is the same
+code for both. This module re-exports ``CudaRig`` and ``CudaDevice``, the
+names the library's users know.
 
 :func:`availability` says whether GPUs can be used, and why not: no CuPy, no
 driver, a driver too old (for CUDA 12, or for the CuPy installed), no device,
@@ -31,21 +29,21 @@ and records the rest.
 
 from __future__ import annotations
 
-import abc
 import functools
 import os
 import threading
-from typing import Any, Final, cast
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from nxkernel_core.rig import Access, Buffer, Memory, OutOfMemory, Rig
+from nxkernel_core.rig import Buffer, Memory, Rig
 
 from . import nvrtc
-from .build import NvrtcUnavailable, Source, compile
+from .build import NvrtcUnavailable, Source
 from .emulator import driver as emulator
-from .launch import Module, Pointer
+from .launch import CudaRig, Module, Pointer
+from .runtime import CudaDevice, decoded
 
 __all__ = [
     "EMULATE_VARIABLE",
@@ -116,7 +114,7 @@ def _probe() -> tuple[bool, str, int]:
     for i in range(count):
         try:
             props = cupy.cuda.runtime.getDeviceProperties(i)
-            names.append(f"cuda:{i} {_text(props['name'])} (sm_{props['major']}{props['minor']})")
+            names.append(f"cuda:{i} {decoded(props['name'])} (sm_{props['major']}{props['minor']})")
         except Exception as e:
             names.append(f"cuda:{i} (unreadable: {e})")
     return True, (f"{count} device(s): {', '.join(names)}; driver CUDA {_cuda_version(driver)};"
@@ -138,66 +136,13 @@ def availability(refresh: bool = False) -> tuple[bool, str]:
     return ok, why
 
 
-def _text(v: object) -> str:
-    return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
-
-
 # --------------------------------------------------------------------------
 # The devices
 # --------------------------------------------------------------------------
 
 
-class CudaRig(Rig, metaclass=abc.ABCMeta):
-    """A device the CUDA library computes on: loads sources as modules.
-
-    ``arch`` is the architecture its kernels are built for (and, emulated, the
-    one whose limits it keeps); ``max_shared_bytes`` the dynamic shared memory
-    a block may have.
-    """
-
-    arch: str
-    emulated: bool
-    max_shared_bytes: int
-
-    def __init__(self, name: str, *, model: str, shares_host_memory: bool, budget: int | None = None) -> None:
-        super().__init__(name, model=model, shares_host_memory=shares_host_memory, budget=budget)
-        self._modules: dict[str, Module] = {}
-        self._modules_lock = threading.Lock()
-
-    @property
-    def arch_number(self) -> int:
-        """The architecture as a number (``sm_90`` -> 90)."""
-        return int("".join(ch for ch in self.arch if ch.isdigit()))
-
-    def load(self, source: Source) -> Module:
-        """``source`` built for this device and loaded (once per device)."""
-        self.check()
-        with self._modules_lock:
-            module = self._modules.get(source.key)
-        if module is None:
-            module = self._load(source)
-            with self._modules_lock:
-                module = self._modules.setdefault(source.key, module)
-        return module
-
-    @abc.abstractmethod
-    def _load(self, source: Source) -> Module:
-        """``source`` built and loaded on this device (the GPU's cubin or the
-        emulator's shared object)."""
-
-    @abc.abstractmethod
-    def pointer(self, buffer: Buffer) -> Pointer:
-        """The device address of ``buffer``'s first byte."""
-
-    @abc.abstractmethod
-    def synchronize(self) -> None:
-        """Wait until the work queued on the device is done."""
-
-
 class EmuDevice(CudaRig):
     """``cuda-emu:N``: host memory, kernels run by the emulator (sm_90's limits)."""
-
-    emulated = True
 
     def __init__(self, index: int = 0, budget: int | None = None) -> None:
         super().__init__(f"cuda-emu:{index}", model="cuda-emu (sm_90 emulated on the CPU)",
@@ -226,6 +171,10 @@ class EmuDevice(CudaRig):
             self.allocations.remove(int(host.__array_interface__["data"][0]))
         super()._release(memory)
 
+    def build_options(self) -> tuple[str, ...]:
+        flags = (*emulator.FLAGS, *(emulator.CHECK_FLAGS if emulator.memcheck() else ()))
+        return (os.environ.get("NXKERNEL_CXX", "g++"), *flags)
+
     def _load(self, source: Source) -> Module:
         return emulator.load(self, source)
 
@@ -237,113 +186,6 @@ class EmuDevice(CudaRig):
 
     def synchronize(self) -> None:
         self.check()  # a launch runs to its end before it returns: nothing is queued
-
-
-class CudaDevice(CudaRig):
-    """``cuda:N``: GPU N's memory (CuPy's pool), its stream, NVRTC cubins."""
-
-    emulated = False
-
-    def __init__(self, index: int) -> None:
-        import cupy
-
-        props = cupy.cuda.runtime.getDeviceProperties(index)
-        major, minor = int(props["major"]), int(props["minor"])
-        super().__init__(f"cuda:{index}", model=f"{_text(props['name'])} (sm_{major}{minor})",
-                         shares_host_memory=False)
-        self.index: Final = index
-        self.arch = f"sm_{major}{minor}"
-        self.max_shared_bytes = int(props.get("sharedMemPerBlockOptin", 48 * 1024))
-        with cupy.cuda.Device(index):
-            self.stream: Final[Any] = cupy.cuda.Stream(non_blocking=True)
-
-    def _current(self) -> Any:
-        """A context in which this GPU is CUDA's current device: every host-side
-        call that touches the device runs in one (a copy on its stream from
-        another device's context fails on a machine with several GPUs)."""
-        import cupy
-
-        return cupy.cuda.Device(self.index)
-
-    # ---- memory ---------------------------------------------------------------
-
-    def allocate(self, nbytes: int, access: Access = Access.READ_WRITE) -> Memory:
-        """A fresh zeroed device memory of ``nbytes``; its handle is CuPy's
-        ``MemoryPointer``. ``OutOfMemory`` past the budget or where CUDA has
-        no room."""
-        # Rig.allocate makes a Memory without a handle, so this overrides it;
-        # the budget and in-use accounting are Rig's own.
-        import cupy
-
-        from . import gpu
-
-        if nbytes < 0:
-            raise ValueError(f"{self.name}: allocate: nbytes = {nbytes} is negative")
-        self.check()
-        with self._lock:
-            if self.budget is not None and self._in_use + nbytes > self.budget:
-                raise OutOfMemory(self, nbytes)
-            self._in_use += nbytes
-        try:
-            # Allocated with the device's stream current, so CuPy's pool only
-            # hands a freed block back to work ordered after its last use.
-            with gpu.guard(self, nbytes), self._current(), self.stream:
-                ptr = cupy.cuda.alloc(max(nbytes, 1))
-                cupy.cuda.runtime.memsetAsync(ptr.ptr, 0, max(nbytes, 1), self.stream.ptr)
-        except BaseException:
-            with self._lock:
-                self._in_use -= nbytes
-            raise
-        return Memory(self, nbytes, access, None, handle=ptr)
-
-    def read_bytes(self, memory: Memory, offset: int, length: int) -> npt.NDArray[np.uint8]:
-        """A host copy of ``length`` bytes of ``memory`` from ``offset``, after
-        the work queued before it."""
-        import ctypes
-
-        from . import gpu
-
-        self.check()
-        out = np.empty(length, dtype=np.uint8)
-        if length:
-            with gpu.guard(self), self._current():
-                src = cast(Any, memory.handle) + offset
-                src.copy_to_host_async(ctypes.c_void_p(out.ctypes.data), length, self.stream)
-                self.stream.synchronize()
-        return out
-
-    def write_bytes(self, memory: Memory, offset: int, data: npt.NDArray[np.uint8]) -> None:
-        """Copy host bytes ``data`` into ``memory`` at ``offset``, after the work
-        queued before it; returns once the copy is done."""
-        import ctypes
-
-        from . import gpu
-
-        self.check()
-        host = np.ascontiguousarray(data, dtype=np.uint8)
-        if host.size:
-            with gpu.guard(self), self._current():
-                dst = cast(Any, memory.handle) + offset
-                dst.copy_from_host_async(ctypes.c_void_p(host.ctypes.data), host.size, self.stream)
-                self.stream.synchronize()
-
-    # ---- kernels --------------------------------------------------------------
-
-    def _load(self, source: Source) -> Module:
-        from .gpu import GpuModule
-
-        return GpuModule(self, source, compile(source, self.arch))
-
-    def pointer(self, buffer: Buffer) -> Pointer:
-        buffer.check_live("CudaDevice.pointer")
-        return Pointer(int(cast(Any, buffer.memory.handle).ptr) + buffer.offset)
-
-    def synchronize(self) -> None:
-        from . import gpu
-
-        self.check()
-        with gpu.guard(self), self._current():
-            self.stream.synchronize()
 
 
 # --------------------------------------------------------------------------

@@ -17,8 +17,9 @@ Rules:
   else the fill's bits.
 * ``map`` computes every program (every kind over its whole domain, complex
   dtypes included, Coord nodes, several outputs, sub-byte operands and
-  destinations) over Plain and Padded loads, and declines nothing
-  (:func:`declines`).
+  destinations) over Plain and Padded loads, and declines nothing (every
+  program is generated and every load of every dtype read: a Padded load's
+  descriptor holds a fill of up to 16 bytes, a complex128's).
 """
 
 from __future__ import annotations
@@ -30,12 +31,8 @@ from typing import Final
 
 import numpy as np
 
-from nxkernel_core import fits
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
-from nxkernel_core.kernel import Call
 from nxkernel_core.prog import Prog
 
 from . import codegen, loops
@@ -43,7 +40,7 @@ from .build import Source, render
 from .launch import Arg
 
 __all__ = [
-    "KERNEL", "PROSE", "TEMPLATE", "declines", "map", "map_code", "map_source",
+    "KERNEL", "PROSE", "TEMPLATE", "map", "map_code", "map_source",
 ]
 
 #: The kernel's name in every map source.
@@ -138,40 +135,25 @@ PROSE: Final = (
 )
 
 
-def declines(call: Call) -> str | None:
-    """Why map declines ``call``: never. Every program is generated and every
-    load, Plain or Padded, of every dtype is read (a Padded load's descriptor
-    holds a fill of up to 16 bytes, a complex128's)."""
-    return None
-
-
-def map(spec: S.Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """``S.map``: the program at every index of the loop, output k into dsts[k]."""
-    misfit = fits.map_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    dev = loops.cuda_device([*dsts, *operands])
-    if dev is None:
-        return Answer.WRONG_DEVICE
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        shape = dsts[0].shape  # the loop's: a program has an output, each of the loop's shape
-        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        if n == 0:
-            return Answer.DONE
-        rank = len(shape)
-        # A Padded operand is read through its descriptor: its walk slot runs nowhere.
-        walk = loops.walk_of(shape, [*dsts, *(a if isinstance(ld, S.Plain) else (0, [0] * rank)
-                                              for a, ld in zip(operands, spec.loads, strict=True))])
-        words = loops.walk_words(walk)
-        coord = loops.coord_words(shape, codegen.coord_axes(spec.prog))
-        whole: list[loops.CoordWalk] = [(shape, range(rank), False)]
-        pads = [loops.pad_words(a, ld, whole) for a, ld in zip(operands, spec.loads, strict=True)
-                if isinstance(ld, S.Padded)]
-        desc = loops.upload(dev, words + loops.packed(coord, pads))
-        coords = desc + 8 * len(words)
-        fn = dev.load(map_source(spec.prog, loops.pad_key(spec.loads))).function(KERNEL)
-        args: list[Arg] = [desc, coords, np.int64(n), *(loops.base(dev, a) for a in (*dsts, *operands))]
-        fn((loops.blocks_for(n),), (loops.THREADS,), args)
-    return Answer.DONE
+def map(spec: S.Map, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``S.map`` of a call that fits, its arrays claimed: the program at every
+    index of the loop, output k into dsts[k]."""
+    dev = loops.device_of(dsts)
+    shape = dsts[0].shape  # the loop's: a program has an output, each of the loop's shape
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if n == 0:
+        return
+    rank = len(shape)
+    # A Padded operand is read through its descriptor: its walk slot runs nowhere.
+    walk = loops.walk_of(shape, [*dsts, *(a if isinstance(ld, S.Plain) else (0, [0] * rank)
+                                          for a, ld in zip(operands, spec.loads, strict=True))])
+    words = loops.walk_words(walk)
+    coord = loops.coord_words(shape, codegen.coord_axes(spec.prog))
+    whole: list[loops.CoordWalk] = [(shape, range(rank), False)]
+    pads = [loops.pad_words(a, ld, whole) for a, ld in zip(operands, spec.loads, strict=True)
+            if isinstance(ld, S.Padded)]
+    desc = loops.upload(dev, words + loops.packed(coord, pads))
+    coords = desc + 8 * len(words)
+    fn = dev.load(map_source(spec.prog, loops.pad_key(spec.loads))).function(KERNEL)
+    args: list[Arg] = [desc, coords, np.int64(n), *(loops.base(dev, a) for a in (*dsts, *operands))]
+    fn((loops.blocks_for(n),), (loops.THREADS,), args)

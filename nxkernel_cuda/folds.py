@@ -32,21 +32,15 @@ from typing import Final
 import numpy as np
 
 from nxkernel_core import dtype as D
-from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
-from nxkernel_core.kernel import Call, KernelStatement
 
 from . import loops
 from .build import Source, file_source
-from .device import CudaRig
-from .launch import Arg
+from .launch import Arg, CudaRig
 
-__all__ = ["ASSOCIATION", "ELEMENTS", "KERNELS", "PROSE", "STATEMENT", "declines", "fold", "fold_words",
-           "source"]
+__all__ = ["ASSOCIATION", "ELEMENTS", "KERNELS", "PROSE", "fold", "fold_words", "source"]
 
 #: The element type ``kernels/fold.cu`` instantiates ``nxk_fold`` with, per dtype.
 ELEMENTS: Final[dict[Dtype, str]] = {
@@ -66,26 +60,6 @@ KERNELS: Final = tuple(f"nxk_fold<{e}>" for e in ELEMENTS.values())
 def source() -> Source:
     """``kernels/fold.cu`` with one instantiation per dtype fold computes."""
     return file_source("fold.cu", KERNELS)
-
-
-def declines(call: Call) -> str | None:
-    """None: fold computes every call that fits (``ELEMENTS`` holds every dtype
-    Add takes, and the others do not fit)."""
-    return None
-
-
-def _misfit(spec: S.Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit, checked before anything."""
-    if len(operands) != 1 or len(dsts) != 1:
-        return Answer.BAD_ARITY
-    (x,), (dst,) = operands, dsts
-    misfit = SH.fold_refusal(x.dtype, dst.dtype)
-    if misfit is not None:
-        return misfit[0]
-    want = SH.fold(spec, [x.shape])
-    if isinstance(want, SH.Error) or dst.shape != want[0]:
-        return Answer.SHAPE_MISMATCH
-    return None
 
 
 def fold_words(spec: S.Fold, dst: Array, x: Array) -> list[int]:
@@ -115,21 +89,12 @@ def _launch(dev: CudaRig, spec: S.Fold, dst: Array, x: Array) -> None:
     fn((loops.blocks_for(n),), (loops.THREADS,), args)
 
 
-def fold(spec: S.Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """``S.fold``: each element of dst is +0 plus every element of x the Padded
-    load by ``spec.pad`` reads from it, added in C order of the taps in the
-    carrier, rounded once (see the module's doc)."""
-    misfit = _misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    dev = loops.cuda_device([*dsts, *operands])
-    if dev is None or any(a.device is not dev for a in (*dsts, *operands)):
-        return Answer.WRONG_DEVICE
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        _launch(dev, spec, dsts[0], operands[0])
-    return Answer.DONE
+def fold(spec: S.Fold, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``S.fold`` of a call that fits, its arrays claimed: each element of dst
+    is +0 plus every element of x the Padded load by ``spec.pad`` reads from
+    it, added in C order of the taps in the carrier, rounded once (see the
+    module's doc)."""
+    _launch(loops.device_of(dsts), spec, dsts[0], operands[0])
 
 
 #: What fold computes and declines, in words.
@@ -152,6 +117,3 @@ ASSOCIATION: Final = (
     "γ(t − 1) Σ|x| of the exact sum (the first addition, to +0, is exact), then rounded once "
     "into the destination. Integers wrap, exactly."
 )
-
-#: The statement entry of fold.
-STATEMENT: Final = KernelStatement(PROSE, declines)

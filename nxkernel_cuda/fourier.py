@@ -87,21 +87,17 @@ from typing import Final
 import numpy as np
 
 from nxkernel_core import dtype as D
-from nxkernel_core import fits
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
-from nxkernel_core.kernel import Call, KernelStatement, unit_roundoff
+from nxkernel_core.kernel import Call, unit_roundoff
 from nxkernel_core.rig import Buffer, Rig
 
 from . import loops
 from .build import Source, file_source
-from .device import CudaRig
-from .launch import Pointer
+from .launch import CudaRig, Pointer
 
-__all__ = ["ALGORITHM", "ASSOCIATION", "BOUND_C", "KERNELS", "MAX_POINTS", "PROSE", "STATEMENT",
+__all__ = ["ALGORITHM", "ASSOCIATION", "BOUND_C", "KERNELS", "MAX_POINTS", "PROSE",
            "axis_error", "bluestein_points", "chirp_ratio", "declines", "fft", "plan", "real_axis_error",
            "source", "stockham_error"]
 
@@ -255,12 +251,10 @@ def _reason(spec: S.Fft, x_shape: Sequence[int]) -> str | None:
 
 
 def declines(call: Call) -> str | None:
-    """Why ``fft`` declines ``call``, or None where it computes it (a call that
-    does not fit is None here: the kernel refuses it)."""
+    """Why ``fft`` declines ``call`` (one that fits), or None where it
+    computes it."""
     spec = call.spec
     assert isinstance(spec, S.Fft)
-    if len(call.operands) != 1 or any(a >= call.operands[0].rank for a in spec.axes):
-        return None
     return _reason(spec, call.operands[0].shape)
 
 
@@ -535,24 +529,11 @@ def _launch(dev: CudaRig, spec: S.Fft, dst: Array, x: Array) -> None:
             _along(dev, ct, sign, axes[-1], cur, _HERMITIAN, kind.n, dv, True, keep)
 
 
-def fft(spec: S.Fft, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """The unnormalised DFT of x along ``spec.axes``: Forward sums
-    ``x[j]·e^(−2πi jk/n)``, Inverse ``x[j]·e^(+2πi jk/n)`` (see the module's
-    doc). Operand: x."""
-    misfit = fits.fft_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    dev = loops.cuda_device([*dsts, *operands])
-    if dev is None or any(a.device is not dev for a in (*dsts, *operands)):
-        return Answer.WRONG_DEVICE
-    (dst,), (x,) = dsts, operands
-    if _reason(spec, x.shape) is not None:
-        return Answer.DECLINED
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        _launch(dev, spec, dst, x)
-    return Answer.DONE
+def fft(spec: S.Fft, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """The unnormalised DFT of x along ``spec.axes``, of a call that fits and
+    is not declined, its arrays claimed: Forward sums ``x[j]·e^(−2πi jk/n)``,
+    Inverse ``x[j]·e^(+2πi jk/n)`` (see the module's doc). Operand: x."""
+    _launch(loops.device_of(dsts), spec, dsts[0], operands[0])
 
 
 #: What fft computes and declines, in words.
@@ -611,6 +592,3 @@ ALGORITHM: Final = (
     "rounded once), ε_f64(m)·√(2m) for complex128. Results are stored in the working precision "
     "itself: no further rounding."
 )
-
-#: The statement entry of fft.
-STATEMENT: Final = KernelStatement(PROSE, declines)

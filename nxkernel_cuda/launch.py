@@ -1,6 +1,10 @@
 """The launch path every kernel of the library takes, on ``cuda:N`` and ``cuda-emu:N`` alike.
 
-A device loads a :class:`~nxkernel_cuda.build.Source` as a :class:`Module`;
+A device (:class:`CudaRig`: :class:`~nxkernel_cuda.runtime.CudaDevice` or
+:class:`~nxkernel_cuda.device.EmuDevice`) loads a
+:class:`~nxkernel_cuda.build.Source` as a :class:`Module`, once per device,
+writing the source and its options where ``NXKERNEL_CUDA_DUMP`` names a
+folder (:func:`~nxkernel_cuda.build.dump`) before it builds it;
 a module's :class:`Function` (one per name expression) launches as
 ``function(grid, block, args, shared_bytes=0)``, the signature of
 ``cuLaunchKernel`` and of CuPy's ``RawKernel``: ``grid`` and ``block`` as
@@ -19,16 +23,20 @@ nothing: the caller skips it.
 
 from __future__ import annotations
 
+import abc
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol, TypeAlias, final
 
 import numpy as np
 
+from nxkernel_core.rig import Buffer, Rig
+
+from .build import Source, dump
+
 if TYPE_CHECKING:
     from nxkernel_core.array import Array
-
-    from .build import Source
 
 __all__ = [
     "MAX_BLOCK",
@@ -36,6 +44,7 @@ __all__ = [
     "MAX_THREADS",
     "SHARED_WITHOUT_OPT_IN",
     "Arg",
+    "CudaRig",
     "Dim3",
     "Dim3Like",
     "Function",
@@ -214,3 +223,55 @@ def first_element(array: Array) -> int:
     if array.dtype.bits % 8 != 0:
         raise ValueError(f"a {array.dtype.name} array's elements do not start on bytes")
     return array.layout.offset * (array.dtype.bits // 8)
+
+
+class CudaRig(Rig, metaclass=abc.ABCMeta):
+    """A device the CUDA library computes on: loads sources as modules.
+
+    ``arch`` is the architecture its kernels are built for (and, emulated, the
+    one whose limits it keeps); ``max_shared_bytes`` the dynamic shared memory
+    a block may have.
+    """
+
+    arch: str
+    max_shared_bytes: int
+
+    def __init__(self, name: str, *, model: str, shares_host_memory: bool, budget: int | None = None) -> None:
+        super().__init__(name, model=model, shares_host_memory=shares_host_memory, budget=budget)
+        self._modules: dict[str, Module] = {}
+        self._modules_lock = threading.Lock()
+
+    @property
+    def arch_number(self) -> int:
+        """The architecture as a number (``sm_90`` -> 90)."""
+        return int("".join(ch for ch in self.arch if ch.isdigit()))
+
+    def load(self, source: Source) -> Module:
+        """``source`` built for this device and loaded (once per device; dumped
+        first where ``NXKERNEL_CUDA_DUMP`` is set)."""
+        self.check()
+        with self._modules_lock:
+            module = self._modules.get(source.key)
+        if module is None:
+            dump(source, self.name, self.build_options)
+            module = self._load(source)
+            with self._modules_lock:
+                module = self._modules.setdefault(source.key, module)
+        return module
+
+    @abc.abstractmethod
+    def build_options(self) -> tuple[str, ...]:
+        """The compiler and the options this device builds a source with."""
+
+    @abc.abstractmethod
+    def _load(self, source: Source) -> Module:
+        """``source`` built and loaded on this device (the GPU's cubin or the
+        emulator's shared object)."""
+
+    @abc.abstractmethod
+    def pointer(self, buffer: Buffer) -> Pointer:
+        """The device address of ``buffer``'s first byte."""
+
+    @abc.abstractmethod
+    def synchronize(self) -> None:
+        """Wait until the work queued on the device is done."""

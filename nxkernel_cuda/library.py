@@ -23,12 +23,14 @@ kernels live one family a module:
 * :mod:`~nxkernel_cuda.attention`: attention, fused flash attention (online
   softmax over key tiles, the program compiled in), deterministic.
 
-Every kernel checks that the call fits (answering ``BAD_ARITY``,
-``WRONG_DTYPE`` or ``SHAPE_MISMATCH`` otherwise, and ``WRONG_DEVICE`` for
-arrays off its devices), then answers ``DECLINED`` for a case its statement
-declines, then claims its arrays through the door (a refusal there), all
-before any work; ``DONE`` means the work is queued on the device's stream
-(run to its end on ``cuda-emu``). The statement says what each kernel
+It is a :class:`~nxkernel_core.library.Library`: the base class checks that
+a call fits (``BAD_ARITY``, ``WRONG_DTYPE``, ``SHAPE_MISMATCH``; scan's and
+contract's full rules, ``reductions.scan_misfit`` and
+``contraction.misfit``, first), answers ``DECLINED`` for a case the
+statement declines, then claims the arrays through the door (``WRONG_DEVICE``
+for arrays off one CUDA device, or another refusal), all before any work;
+then the family's hook queues the work, and ``DONE`` means it is queued on
+the device's stream (run to its end on ``cuda-emu``). The statement says what each kernel
 computes and declines (in words and as the predicate the conformance kit
 calls), the association of every sum, product and scan, e(K) (the
 contraction's, :mod:`~nxkernel_cuda.contraction`), the ulp bounds of the transcendental
@@ -39,12 +41,15 @@ also says whether CUDA GPUs are usable in this process, and why not
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, final
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 from nxkernel_core.answer import Answer
-from nxkernel_core.kernel import KERNEL_NAMES, Call, KernelStatement, Statement
+from nxkernel_core.door import door
+from nxkernel_core.kernel import Statement
+from nxkernel_core.library import Library
 
 from . import (
     attention,
@@ -53,13 +58,15 @@ from . import (
     elementwise,
     folds,
     fourier,
+    loops,
     matrices,
     moves,
     nvrtc,
     reductions,
     statistics,
 )
-from .device import EMULATE_VARIABLE, CudaRig, availability, emulation_requested
+from .device import EMULATE_VARIABLE, availability, emulation_requested
+from .launch import CudaRig
 
 if TYPE_CHECKING:
     from nxkernel_core.array import Array
@@ -71,35 +78,20 @@ __all__ = ["ASSOCIATION", "LIBRARY", "NAME", "CudaLibrary"]
 #: The library's name.
 NAME: Final = "nx.cuda"
 
-_STATEMENTS: Final[dict[str, KernelStatement]] = {
-    "map": KernelStatement(elementwise.PROSE, elementwise.declines),
-    "reduce": KernelStatement(reductions.REDUCE_PROSE, reductions.declines_reduce),
-    "scan": KernelStatement(reductions.SCAN_PROSE, reductions.declines_scan),
-    "contract": contraction.STATEMENT,
-    "attention": attention.STATEMENT,
-    "fold": folds.STATEMENT,
-    "fft": fourier.STATEMENT,
-    **{k: KernelStatement(moves.PROSE[k], moves.declines)
-       for k in ("gather", "range_gather", "scatter", "sort", "numbering", "assemble")},
-    **matrices.STATEMENTS,
-}
-
-#: Why the kernels it does not compute decline.
-_NOT_COMPUTED: Final[dict[str, str]] = {
-    "eig": "nx.cuda computes no eig (the nonsymmetric eigenproblem)",
-}
+#: A family's kernel: computes a call that fits, is not declined and passed the door.
+_Family = Callable[[Any, Sequence["Array"], Sequence["Array"]], None]
 
 
-def _declining(reason: str) -> KernelStatement:
-    def declines(call: Call) -> str:
-        return reason
+def _hook(kernel: _Family, prose: str
+          ) -> Callable[[CudaLibrary, Any, Sequence[Array], Sequence[Array]], None]:
+    """A hook calling ``kernel``, its docstring ``prose``: the statement's words
+    for the kernel (the base class reads them there)."""
 
-    return KernelStatement(f"declines every case: {reason}", declines)
+    def hook(self: CudaLibrary, spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+        kernel(spec, dsts, operands)
 
-
-def _decline(spec: object, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """Answer DECLINED, reading and writing nothing."""
-    return Answer.DECLINED
+    hook.__doc__ = prose
+    return hook
 
 
 #: The order and grouping of each float sum, product and scan.
@@ -166,58 +158,42 @@ _ALGORITHMS: Final = {
 }
 
 
-def _error_factor(k: int, dt: Dtype) -> float:
-    return contraction.error_factor(k, dt)
-
-
-def _statement() -> Statement:
-    ok, why = availability()
-    state = f"CUDA GPUs here: {why}" if ok else f"CUDA GPUs here: unavailable: {why}"
-    computes = {k: _STATEMENTS[k] if k in _STATEMENTS else _declining(_NOT_COMPUTED[k]) for k in KERNEL_NAMES}
-    return Statement(
-        library=NAME,
-        summary=(
-            "CUDA C++ kernels (NVRTC cubins, CuPy RawModules) on cuda:N device memory, and the same kernels "
-            "on the CPU on cuda-emu:N (NXKERNEL_CUDA_EMULATE=1): map, reduce, scan, the moves, "
-            "contractions (SIMT and tensor cores), fold, fft, fused attention and the matrix routines but "
-            "eig; its Sum, Prod, "
-            "Moments, scan (but Logsumexp's, whose exp and log are the device's), fold and lu bits are the "
-            "host library's. "
-            f"{state}."
-        ),
-        computes=computes,
-        association=ASSOCIATION,
-        error_factor=_error_factor,
-        algorithms=_ALGORITHMS,
-        open_choices=matrices.OPEN_CHOICES,
-        concurrent=True,
-        ulps=codegen.ULPS,
-    )
+#: The fit rules of the kernels whose rule the Library base's general check
+#: does not hold in full: ``shape.scan_refusal`` and ``shape.contract_refusal``.
+_FULL_FITS: Final[dict[str, Callable[[Any, Sequence[Array], Sequence[Array]], Answer | None]]] = {
+    "scan": reductions.scan_misfit,
+    "contract": contraction.misfit,
+}
 
 
 @final
-class CudaLibrary:
+class CudaLibrary(Library):
     """``nx.cuda``: computes on CUDA devices (see the module's doc)."""
 
-    __slots__ = ("_lock", "_statement")
+    name: ClassVar[str] = NAME
+    summary: ClassVar[str] = (
+        "CUDA C++ kernels (NVRTC cubins, CuPy RawModules) on cuda:N device memory, and the same kernels "
+        "on the CPU on cuda-emu:N (NXKERNEL_CUDA_EMULATE=1): map, reduce, scan, the moves, "
+        "contractions (SIMT and tensor cores), fold, fft, fused attention and the matrix routines but "
+        "eig; its Sum, Prod, "
+        "Moments, scan (but Logsumexp's, whose exp and log are the device's), fold and lu bits are the "
+        "host library's."
+    )
+    concurrent: ClassVar[bool] = True
+    association: ClassVar[Mapping[str, str]] = ASSOCIATION
+    algorithms: ClassVar[Mapping[str, str]] = _ALGORITHMS
+    open_choices: ClassVar[Mapping[str, str]] = matrices.OPEN_CHOICES
+    ulps: ClassVar[Mapping[str, Mapping[str, int]]] = codegen.ULPS
+    not_computed: ClassVar[Mapping[str, str]] = {
+        "eig": "nx.cuda computes no eig (the nonsymmetric eigenproblem)"}
 
-    name: Final = NAME
-    priority: Final = 0
-
-    def __init__(self) -> None:
-        self._statement: Statement | None = None
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return "CudaLibrary()"
-
-    @property
-    def statement(self) -> Statement:
-        """The statement, made on first use (it probes CUDA's availability)."""
-        with self._lock:
-            if self._statement is None:
-                self._statement = _statement()
-            return self._statement
+    def _make_statement(self) -> Statement:
+        """The base's statement, its summary ending with whether CUDA GPUs are
+        usable here (made on first use: the probe imports CuPy)."""
+        ok, why = availability()
+        state = f"CUDA GPUs here: {why}" if ok else f"CUDA GPUs here: unavailable: {why}"
+        made = super()._make_statement()
+        return dataclasses.replace(made, summary=f"{self.summary} {state}.")
 
     @property
     def unavailable(self) -> str | None:
@@ -246,30 +222,55 @@ class CudaLibrary:
         ok, why = availability()
         return why if not ok else "no such GPU here"
 
-    def declines(self, call: Call) -> str | None:
-        """Why this library declines ``call``, or None."""
-        return self.statement.declines(call)
+    def error_factor(self, k: int, dt: Dtype) -> float:
+        """e(K): the contraction's (:func:`~nxkernel_cuda.contraction.error_factor`)."""
+        return contraction.error_factor(k, dt)
 
-    map = staticmethod(elementwise.map)
-    reduce = staticmethod(reductions.reduce)
-    scan = staticmethod(reductions.scan)
-    gather = staticmethod(moves.gather)
-    range_gather = staticmethod(moves.range_gather)
-    scatter = staticmethod(moves.scatter)
-    sort = staticmethod(moves.sort)
-    numbering = staticmethod(moves.numbering)
-    assemble = staticmethod(moves.assemble)
-    contract = staticmethod(contraction.contract)
-    fold = staticmethod(folds.fold)
-    fft = staticmethod(fourier.fft)
-    attention = staticmethod(attention.attention)
-    cholesky = staticmethod(matrices.cholesky)
-    lu = staticmethod(matrices.lu)
-    qr = staticmethod(matrices.qr)
-    svd = staticmethod(matrices.svd)
-    eigh = staticmethod(matrices.eigh)
-    eig = staticmethod(_decline)
-    solve_triangular = staticmethod(matrices.solve_triangular)
+    def _door(self, dsts: Sequence[Array], operands: Sequence[Array]
+              ) -> AbstractContextManager[Answer | None]:
+        """The core's door on the CUDA device of the first array;
+        ``WRONG_DEVICE`` where that is not a CUDA device."""
+        dev = loops.cuda_device([*dsts, *operands])
+        if dev is None:
+            return nullcontext(Answer.WRONG_DEVICE)
+        return door(dsts, operands, device=dev)
+
+    def _run(self, kernel: str, spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+        """The base's steps, after the contract's full fit rule where the
+        base's general one does not hold it yet (scan, contract)."""
+        full = _FULL_FITS.get(kernel)
+        misfit = None if full is None else full(spec, dsts, operands)
+        return misfit if misfit is not None else super()._run(kernel, spec, dsts, operands)
+
+    _map = _hook(elementwise.map, elementwise.PROSE)
+    _reduce = _hook(reductions.reduce, reductions.REDUCE_PROSE)
+    _declines_reduce = staticmethod(reductions.declines_reduce)
+    _scan = _hook(reductions.scan, reductions.SCAN_PROSE)
+    _declines_scan = staticmethod(reductions.declines_scan)
+    _gather = _hook(moves.gather, moves.PROSE["gather"])
+    _range_gather = _hook(moves.range_gather, moves.PROSE["range_gather"])
+    _scatter = _hook(moves.scatter, moves.PROSE["scatter"])
+    _declines_scatter = staticmethod(moves.declines)
+    _sort = _hook(moves.sort, moves.PROSE["sort"])
+    _declines_sort = staticmethod(moves.declines)
+    _numbering = _hook(moves.numbering, moves.PROSE["numbering"])
+    _declines_numbering = staticmethod(moves.declines)
+    _assemble = _hook(moves.assemble, moves.PROSE["assemble"])
+    _contract = _hook(contraction.contract, contraction.PROSE)
+    _declines_contract = staticmethod(contraction.declines)
+    _fold = _hook(folds.fold, folds.PROSE)
+    _fft = _hook(fourier.fft, fourier.PROSE)
+    _declines_fft = staticmethod(fourier.declines)
+    _attention = _hook(attention.attention, attention.PROSE)
+    _declines_attention = staticmethod(attention.declines)
+    _cholesky = _hook(matrices.cholesky, matrices.PROSE["cholesky"])
+    _lu = _hook(matrices.lu, matrices.PROSE["lu"])
+    _qr = _hook(matrices.qr, matrices.PROSE["qr"])
+    _svd = _hook(matrices.svd, matrices.PROSE["svd"])
+    _eigh = _hook(matrices.eigh, matrices.PROSE["eigh"])
+    _solve_triangular = _hook(matrices.solve_triangular, matrices.PROSE["solve_triangular"])
+    _declines_cholesky = _declines_lu = _declines_qr = staticmethod(matrices.declines)
+    _declines_svd = _declines_eigh = _declines_solve_triangular = staticmethod(matrices.declines)
 
 
 #: The library the plugin brings.

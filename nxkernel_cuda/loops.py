@@ -40,8 +40,7 @@ from nxkernel_core import spec as S
 from nxkernel_core.array import Array
 from nxkernel_core.rig import Buffer, Rig
 
-from .device import CudaRig
-from .launch import Pointer
+from .launch import CudaRig, Pointer
 
 __all__ = [
     "MAX_BLOCKS",
@@ -53,6 +52,7 @@ __all__ = [
     "coalesce",
     "coord_words",
     "cuda_device",
+    "device_of",
     "loop_shape",
     "packed",
     "pad_coords",
@@ -223,6 +223,13 @@ def cuda_device(arrays: Sequence[Array]) -> CudaRig | None:
         return None
     dev = arrays[0].device
     return dev if isinstance(dev, CudaRig) else None
+
+
+def device_of(dsts: Sequence[Array]) -> CudaRig:
+    """The CUDA device of a call the door passed (its arrays are all there)."""
+    dev = dsts[0].device
+    assert isinstance(dev, CudaRig)
+    return dev
 
 
 def base(dev: CudaRig, a: Array) -> Pointer:

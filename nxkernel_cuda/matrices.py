@@ -1,5 +1,5 @@
 """The matrix routines: cholesky, lu, qr, solve_triangular, eigh and svd, batched
-(``kernels/matrices.cu``); eig is declined.
+(``kernels/matrices.cu``); eig is not computed (the library declines it).
 
 Rules:
 
@@ -13,9 +13,8 @@ Rules:
   shared memory. Operands of any layout (transposed, strided, broadcast
   batch) are read in place. One source, every routine written once over the
   element type (real and complex alike).
-* Declined (before any array is touched; :func:`declines` is the same rule):
-  eig (the nonsymmetric eigenproblem) always, and a matrix with an extent
-  above its dtype's :data:`MAX_EXTENTS`, whose work arrays would not fit one
+* Declined (before any array is touched; :func:`declines` is the rule): a
+  matrix with an extent above its dtype's :data:`MAX_EXTENTS`, whose work arrays would not fit one
   block's shared memory on sm_80 (163 KiB: a complete svd takes about 100 KiB
   at 64 for float64 and complex64, 150 KiB at 56 for complex128). Whether a
   call is declined depends on its kernel, dtype and matrix extents only.
@@ -48,18 +47,15 @@ import numpy as np
 from nxkernel_core import dtype as D
 from nxkernel_core import fits
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
-from nxkernel_core.kernel import Call, KernelStatement
+from nxkernel_core.kernel import Call
 
 from . import loops
 from .build import Source, file_source
-from .device import CudaRig
-from .launch import Arg, Pointer
+from .launch import Arg, CudaRig, Pointer
 
-__all__ = ["ALGORITHMS", "KERNELS", "MAX_EXTENT", "MAX_EXTENTS", "OPEN_CHOICES", "ROUTINES", "STATEMENTS",
+__all__ = ["ALGORITHMS", "KERNELS", "MAX_EXTENT", "MAX_EXTENTS", "OPEN_CHOICES", "PROSE", "ROUTINES",
            "THREADS", "cholesky", "declines", "eigh", "lu", "qr", "solve_triangular", "source", "svd"]
 
 #: The routines nx.cuda computes (eig is declined).
@@ -99,8 +95,6 @@ def source() -> Source:
 def _reason(spec: Any, operands: Sequence[Array]) -> str | None:
     """Why nx.cuda declines a fitting call, or None: by kernel, dtype and the
     matrices' extents alone."""
-    if spec.kernel == "eig":
-        return "nx.cuda computes no eig (the nonsymmetric eigenproblem)"
     dt = operands[0].dtype
     limit = MAX_EXTENTS[dt]
     a = operands[0].shape
@@ -112,10 +106,8 @@ def _reason(spec: Any, operands: Sequence[Array]) -> str | None:
 
 
 def declines(call: Call) -> str | None:
-    """Why nx.cuda declines ``call`` of a matrix routine, or None where it
-    computes it (a call that does not fit is None here: the kernel refuses it)."""
-    if fits.routine_misfit(call.spec, call.dsts, call.operands) is not None:
-        return None
+    """Why nx.cuda declines ``call`` of a matrix routine (one that fits), or
+    None where it computes it."""
     return _reason(call.spec, call.operands)
 
 
@@ -142,24 +134,10 @@ def _launch(dev: CudaRig, routine: str, dt: Dtype, batch: int, args: Sequence[Ar
     fn((min(batch, loops.MAX_BLOCKS),), (THREADS,), list(args), shared_bytes=shared)
 
 
-def _run(spec: Any, dsts: Sequence[Array], operands: Sequence[Array],
-         launch: Callable[[CudaRig], None]) -> Answer:
-    """Refuse a misfit, an array off nx.cuda's devices, then decline, then claim
-    the arrays and queue ``launch`` where any destination has an element."""
-    misfit = fits.routine_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    dev = loops.cuda_device([*dsts, *operands])
-    if dev is None or any(x.device is not dev for x in (*dsts, *operands)):
-        return Answer.WRONG_DEVICE
-    if _reason(spec, operands) is not None:
-        return Answer.DECLINED
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        if any(d.numel for d in dsts):
-            launch(dev)
-    return Answer.DONE
+def _run(dsts: Sequence[Array], launch: Callable[[CudaRig], None]) -> None:
+    """Queue ``launch`` on the call's device where any destination has an element."""
+    if any(d.numel for d in dsts):
+        launch(loops.device_of(dsts))
 
 
 def _lead(a: Array) -> tuple[tuple[int, ...], int]:
@@ -183,7 +161,7 @@ def _part(dt: Dtype) -> int:
 # --------------------------------------------------------------------------
 
 
-def cholesky(spec: S.Cholesky, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def cholesky(spec: S.Cholesky, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """The factor of each Hermitian positive-definite matrix, lower (A = L Lᴴ)
     or upper (A = Uᴴ U), read from that triangle alone; the other is zero."""
 
@@ -196,10 +174,10 @@ def cholesky(spec: S.Cholesky, dsts: Sequence[Array], operands: Sequence[Array])
                                                loops.base(dev, a), loops.base(dev, f)],
                 n * n * _size(a.dtype))
 
-    return _run(spec, dsts, operands, go)
+    _run(dsts, go)
 
 
-def lu(spec: S.Lu, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def lu(spec: S.Lu, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """Partial-pivoting LU of each matrix: lu (unit-lower L below the diagonal,
     U on and above), pivots [k] (row j was swapped with row pivots[j]) and perm
     [m] (row i of L·U is row perm[i] of a); pivot j is the first row from j of
@@ -214,10 +192,10 @@ def lu(spec: S.Lu, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
                                          *(loops.base(dev, x) for x in (a, *dsts))],
                 8 * (m + min(m, n)) + m * n * _size(a.dtype))
 
-    return _run(spec, dsts, operands, go)
+    _run(dsts, go)
 
 
-def qr(spec: S.Qr, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def qr(spec: S.Qr, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """a = q r for each matrix by Householder reflections: reduced q [m, k] and
     r [k, n], or complete q [m, m] and r [m, n]."""
 
@@ -232,11 +210,11 @@ def qr(spec: S.Qr, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
                                          *(loops.base(dev, x) for x in (a, *dsts))],
                 (m * n + m * qc + k + 2) * _size(a.dtype))
 
-    return _run(spec, dsts, operands, go)
+    _run(dsts, go)
 
 
 def solve_triangular(spec: S.SolveTriangular, dsts: Sequence[Array],
-                     operands: Sequence[Array]) -> Answer:
+                     operands: Sequence[Array]) -> None:
     """x with op(a) x = b for each pair of matrices, by substitution: a's lower
     (else upper) triangle read, op the transpose where asked, a's diagonal read
     as ones where ``unit_diagonal``; the transpose, never the conjugate
@@ -253,7 +231,7 @@ def solve_triangular(spec: S.SolveTriangular, dsts: Sequence[Array],
             np.int32(spec.transpose), np.int32(spec.unit_diagonal),
             loops.base(dev, a), loops.base(dev, b), loops.base(dev, x)], n * n * _size(a.dtype))
 
-    return _run(spec, dsts, operands, go)
+    _run(dsts, go)
 
 
 def _pairs(n: int) -> int:
@@ -261,7 +239,7 @@ def _pairs(n: int) -> int:
     return (n + n % 2) // 2
 
 
-def eigh(spec: S.Eigh, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def eigh(spec: S.Eigh, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """Eigenvalues w [n] (real, ascending) and, with vectors, v [n, n]
     (columns) of each Hermitian matrix, read from its lower triangle alone, by
     cyclic Jacobi."""
@@ -277,10 +255,10 @@ def eigh(spec: S.Eigh, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
         _launch(dev, "eigh", a.dtype, nb, [desc, np.int64(nb), np.int32(n), np.int32(spec.vectors),
                                            *(loops.base(dev, x) for x in arrays)], shared)
 
-    return _run(spec, dsts, operands, go)
+    _run(dsts, go)
 
 
-def svd(spec: S.Svd, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def svd(spec: S.Svd, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """a = u diag(s) vh for each matrix by one-sided Jacobi: s [k] descending (real),
     with reduced u [m, k] and vh [k, n], complete ones [m, m] and [n, n], or
     none."""
@@ -301,7 +279,7 @@ def svd(spec: S.Svd, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer
         _launch(dev, "svd", a.dtype, nb, [desc, np.int64(nb), np.int32(m), np.int32(n), np.int32(mode),
                                           *(loops.base(dev, x) for x in arrays)], shared)
 
-    return _run(spec, dsts, operands, go)
+    _run(dsts, go)
 
 
 # --------------------------------------------------------------------------
@@ -328,8 +306,6 @@ PROSE: Final = {
                          f"of extent above its dtype's limit."),
 }
 
-#: The statement entries of the routines nx.cuda computes.
-STATEMENTS: Final = {k: KernelStatement(PROSE[k], declines) for k in ROUTINES}
 
 #: How each routine computes, and its error bound. A complex product is
 #: within √2·γ(2) of the exact one (Higham Lemma 3.5), so each part of a

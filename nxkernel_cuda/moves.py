@@ -37,20 +37,15 @@ from typing import Final
 
 import numpy as np
 
-from nxkernel_core import dtype as D
-from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call
 from nxkernel_core.layout import Layout, Range, Slice
 
 from . import loops
 from .build import Source, file_source
-from .device import CudaRig
-from .launch import Arg, Pointer
+from .launch import Arg, CudaRig, Pointer
 
 __all__ = [
     "KERNELS",
@@ -137,26 +132,9 @@ def fill(dev: CudaRig, dst: Array, bits: bytes) -> None:
     _launch(dev, "nxk_fill", n, [desc, np.int64(n), np.int32(dst.dtype.bits), lo, hi, loops.base(dev, dst)])
 
 
-def _device(dsts: Sequence[Array], operands: Sequence[Array]) -> CudaRig | None:
-    return loops.cuda_device([*dsts, *operands])
-
-
 # --------------------------------------------------------------------------
 # Gathers
 # --------------------------------------------------------------------------
-
-
-def _gather_misfit(name: str, spec: S.Gather | S.RangeGather, dsts: Sequence[Array],
-                   operands: Sequence[Array]) -> Answer | None:
-    if len(dsts) != 1 or len(operands) != 2:
-        return Answer.BAD_ARITY
-    (dst,), (index, x) = dsts, operands
-    if index.dtype is not D.int64 or dst.dtype is not x.dtype:
-        return Answer.WRONG_DTYPE
-    want = getattr(SH, name)(spec, [index.shape, x.shape])
-    if isinstance(want, SH.Error) or dst.shape != want[0]:
-        return Answer.SHAPE_MISMATCH
-    return None
 
 
 def _range_gather(dev: CudaRig, axis: int, run: int | None, dst: Array, index: Array, x: Array) -> None:
@@ -177,34 +155,16 @@ def _range_gather(dev: CudaRig, axis: int, run: int | None, dst: Array, index: A
         loops.base(dev, x)])
 
 
-def gather(spec: S.Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """``S.gather``: dst = x's elements at index's positions along the axis."""
-    misfit = _gather_misfit("gather", spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    dev = _device(dsts, operands)
-    if dev is None:
-        return Answer.WRONG_DEVICE
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        _range_gather(dev, spec.axis, None, dsts[0], operands[0], operands[1])
-    return Answer.DONE
+def gather(spec: S.Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``S.gather`` of a call that fits, its arrays claimed: dst = x's elements
+    at index's positions along the axis."""
+    _range_gather(loops.device_of(dsts), spec.axis, None, dsts[0], operands[0], operands[1])
 
 
-def range_gather(spec: S.RangeGather, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """``S.range_gather``: runs of ``spec.run`` elements from the starts."""
-    misfit = _gather_misfit("range_gather", spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    dev = _device(dsts, operands)
-    if dev is None:
-        return Answer.WRONG_DEVICE
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        _range_gather(dev, spec.axis, spec.run, dsts[0], operands[0], operands[1])
-    return Answer.DONE
+def range_gather(spec: S.RangeGather, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``S.range_gather`` of a call that fits, its arrays claimed: runs of
+    ``spec.run`` elements from the starts."""
+    _range_gather(loops.device_of(dsts), spec.axis, spec.run, dsts[0], operands[0], operands[1])
 
 
 # --------------------------------------------------------------------------
@@ -218,29 +178,10 @@ def _scatter_decline(spec: S.Scatter, dt: Dtype) -> str | None:
     return None
 
 
-def scatter(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """``S.scatter``: dst = into with each update combined, in C order."""
-    if len(dsts) != 1 or len(operands) != 3:
-        return Answer.BAD_ARITY
-    (dst,), (into, index, updates) = dsts, operands
-    dt = into.dtype
-    if index.dtype is not D.int64 or updates.dtype is not dt or dst.dtype is not dt:
-        return Answer.WRONG_DTYPE
-    if spec.combine is S.Combine.ADD and dt.is_bool:
-        return Answer.WRONG_DTYPE  # Prog's Add does not take booleans
-    want = SH.scatter(spec, [into.shape, index.shape, updates.shape])
-    if isinstance(want, SH.Error) or dst.shape != want[0]:
-        return Answer.SHAPE_MISMATCH
-    dev = _device(dsts, operands)
-    if dev is None:
-        return Answer.WRONG_DEVICE
-    if _scatter_decline(spec, dt) is not None:
-        return Answer.DECLINED
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        _scatter(dev, spec, dst, into, index, updates)
-    return Answer.DONE
+def scatter(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``S.scatter`` of a call that fits and is not declined, its arrays
+    claimed: dst = into with each update combined, in C order."""
+    _scatter(loops.device_of(dsts), spec, dsts[0], *operands)
 
 
 def _scatter(dev: CudaRig, spec: S.Scatter, dst: Array, into: Array, index: Array, updates: Array) -> None:
@@ -293,29 +234,13 @@ def _sort_decline(dt: Dtype, extent: int) -> str | None:
 
 
 def sort(spec: S.Sort, dsts: Sequence[Array], operands: Sequence[Array], *,
-         tile: int | None = None) -> Answer:
-    """``S.sort``: the stable sort of x along the axis (its first k), values
-    and int64 positions. ``tile`` (a power of two up to :data:`MAX_TILE`)
-    chooses the pairs a block sorts before the merges (tests only); any gives
-    the same result."""
-    if len(dsts) != 2 or len(operands) != 1:
-        return Answer.BAD_ARITY
-    (values, positions), (x,) = dsts, operands
-    if values.dtype is not x.dtype or positions.dtype is not D.int64:
-        return Answer.WRONG_DTYPE
-    want = SH.sort(spec, [x.shape])
-    if isinstance(want, SH.Error) or values.shape != want[0] or positions.shape != want[1]:
-        return Answer.SHAPE_MISMATCH
-    dev = _device(dsts, operands)
-    if dev is None:
-        return Answer.WRONG_DEVICE
-    if _sort_decline(x.dtype, x.shape[spec.axis]) is not None:
-        return Answer.DECLINED
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        _sort(dev, spec, values, positions, x, tile)
-    return Answer.DONE
+         tile: int | None = None) -> None:
+    """``S.sort`` of a call that fits and is not declined, its arrays claimed:
+    the stable sort of x along the axis (its first k), values and int64
+    positions. ``tile`` (a power of two up to :data:`MAX_TILE`) chooses the
+    pairs a block sorts before the merges (tests only); any gives the same
+    result."""
+    _sort(loops.device_of(dsts), spec, dsts[0], dsts[1], operands[0], tile)
 
 
 def _sort(dev: CudaRig, spec: S.Sort, values: Array, positions: Array, x: Array,
@@ -362,36 +287,22 @@ def _sort(dev: CudaRig, spec: S.Sort, values: Array, positions: Array, x: Array,
     del keep  # queued work holds no reference: the stream orders the buffers' reuse
 
 
-def numbering(spec: S.Numbering, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """``S.numbering``: per element of x, the keys of its row below it (left)
-    or not above it (right)."""
-    if len(dsts) != 1 or len(operands) != 2:
-        return Answer.BAD_ARITY
+def numbering(spec: S.Numbering, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``S.numbering`` of a call that fits and is not declined, its arrays
+    claimed: per element of x, the keys of its row below it (left) or not
+    above it (right)."""
+    dev = loops.device_of(dsts)
     (dst,), (keys, x) = dsts, operands
-    if keys.dtype is not x.dtype or dst.dtype is not D.int64:
-        return Answer.WRONG_DTYPE
-    want = SH.numbering(spec, [keys.shape, x.shape])
-    if isinstance(want, SH.Error) or dst.shape != want[0]:
-        return Answer.SHAPE_MISMATCH
-    dev = _device(dsts, operands)
-    if dev is None:
-        return Answer.WRONG_DEVICE
-    if x.dtype.is_complex:
-        return Answer.DECLINED
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        total = dst.numel
-        if total:
-            kst = list(keys.layout.strides)
-            kst[-1] = 0
-            desc = _desc(dev, x.shape, [_lay(dst), _lay(x), (keys.layout.offset, kst)])
-            _launch(dev, "nxk_numbering", total, [
-                desc, np.int64(total), np.int32(x.dtype.bits), np.int32(x.dtype.code),
-                np.int32(spec.side is S.Side.RIGHT), np.int64(keys.shape[-1]),
-                np.int64(keys.layout.strides[-1]),
-                loops.base(dev, dst), loops.base(dev, x), loops.base(dev, keys)])
-    return Answer.DONE
+    total = dst.numel
+    if total:
+        kst = list(keys.layout.strides)
+        kst[-1] = 0
+        desc = _desc(dev, x.shape, [_lay(dst), _lay(x), (keys.layout.offset, kst)])
+        _launch(dev, "nxk_numbering", total, [
+            desc, np.int64(total), np.int32(x.dtype.bits), np.int32(x.dtype.code),
+            np.int32(spec.side is S.Side.RIGHT), np.int64(keys.shape[-1]),
+            np.int64(keys.layout.strides[-1]),
+            loops.base(dev, dst), loops.base(dev, x), loops.base(dev, keys)])
 
 
 # --------------------------------------------------------------------------
@@ -399,34 +310,22 @@ def numbering(spec: S.Numbering, dsts: Sequence[Array], operands: Sequence[Array
 # --------------------------------------------------------------------------
 
 
-def assemble(spec: S.Assemble, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-    """``S.assemble``: the fill, then each piece's bits in its region, in order."""
-    if len(dsts) != 1 or len(operands) != len(spec.regions):
-        return Answer.BAD_ARITY
+def assemble(spec: S.Assemble, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``S.assemble`` of a call that fits, its arrays claimed: the fill, then
+    each piece's bits in its region, in order."""
+    dev = loops.device_of(dsts)
     (dst,) = dsts
-    if any(p.dtype is not dst.dtype for p in operands) or not S.fill_fits(spec.fill, dst.dtype):
-        return Answer.WRONG_DTYPE
-    want = SH.assemble(spec, [p.shape for p in operands])
-    if isinstance(want, SH.Error) or dst.shape != want[0]:
-        return Answer.SHAPE_MISMATCH
-    dev = _device(dsts, operands)
-    if dev is None:
-        return Answer.WRONG_DEVICE
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        # A region of d indices of each axis of extent d (it lies inside) is the whole.
-        whole = bool(spec.regions) and all(
-            r.count == d and (abs(r.step) == 1 or d <= 1)
-            for r, d in zip(spec.regions[0], dst.shape, strict=True))
-        if not whole:
-            fill(dev, dst, spec.fill)
-        for i, (piece, region) in enumerate(zip(operands, spec.regions, strict=True)):
-            if i == 0 and whole and piece.identical(dst):
-                continue  # the first piece is the result itself: read at its own index
-            view = Array(dst.dtype, _region(dst.layout, region), dst.buffer)
-            copy_into(dev, view, piece)
-    return Answer.DONE
+    # A region of d indices of each axis of extent d (it lies inside) is the whole.
+    whole = bool(spec.regions) and all(
+        r.count == d and (abs(r.step) == 1 or d <= 1)
+        for r, d in zip(spec.regions[0], dst.shape, strict=True))
+    if not whole:
+        fill(dev, dst, spec.fill)
+    for i, (piece, region) in enumerate(zip(operands, spec.regions, strict=True)):
+        if i == 0 and whole and piece.identical(dst):
+            continue  # the first piece is the result itself: read at its own index
+        view = Array(dst.dtype, _region(dst.layout, region), dst.buffer)
+        copy_into(dev, view, piece)
 
 
 def _region(layout: Layout, region: Sequence[Range]) -> Layout:
@@ -458,12 +357,12 @@ PROSE: Final[dict[str, str]] = {
 def declines(call: Call) -> str | None:
     """Why the moves decline ``call`` (a call of one of them), or None."""
     spec = call.spec
-    if isinstance(spec, S.Scatter) and call.operands:
+    if isinstance(spec, S.Scatter):
         return _scatter_decline(spec, call.operands[0].dtype)
-    if isinstance(spec, S.Sort) and call.operands:
+    if isinstance(spec, S.Sort):
         x = call.operands[0]
-        return _sort_decline(x.dtype, x.shape[spec.axis] if spec.axis < x.rank else 0)
-    if isinstance(spec, S.Numbering) and len(call.operands) > 1:
+        return _sort_decline(x.dtype, x.shape[spec.axis])
+    if isinstance(spec, S.Numbering):
         dt = call.operands[1].dtype
         return f"nx.cuda numbers no {dt.name}" if dt.is_complex else None
     return None

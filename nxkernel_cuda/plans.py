@@ -11,8 +11,7 @@ from typing import Final
 import numpy as np
 
 from . import loops
-from .device import CudaRig
-from .launch import Module, Pointer
+from .launch import CudaRig, Module, Pointer
 
 __all__ = ["MAX_GRID", "MAX_GROUP", "MAX_SCAN_CHUNK", "grid", "lane_plan", "scan_chunk", "scan_states"]
 

@@ -64,14 +64,13 @@ from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call
 from nxkernel_core.prog import Prog
 
 from . import loops, plans, statistics, term_walks, terms
 from .build import Source, file_source
-from .device import CudaRig
+from .launch import CudaRig
 
 __all__ = [
     "REDUCE_PROSE",
@@ -209,37 +208,28 @@ def _scan(dev: CudaRig, spec: S.Scan, dsts: Sequence[Array], operands: Sequence[
 # --------------------------------------------------------------------------
 
 
-def _complex_decline(spec: S.Reduce) -> str | None:
-    """Max, Min and Arg of complex128 terms, whose 128-bit order no key holds."""
+def declines_reduce(call: Call) -> str | None:
+    """Why reduce declines ``call``, or None where it computes it: Max, Min and
+    Arg of complex128 terms, whose 128-bit order no key holds."""
+    spec = call.spec
+    assert isinstance(spec, S.Reduce)
     for r, k, _ in spec.reductions:
         if spec.prog.out_dtypes[k] is D.complex128 and r is not S.Monoid.SUM and r is not S.Monoid.PROD:
             return "nx.cuda computes no Max, Min or Arg reduction of complex128 terms"
     return None
 
 
-def _reduce_decline(spec: S.Reduce) -> str | None:
-    return _complex_decline(spec)
-
-
-def _scan_decline(spec: S.Scan) -> str | None:
-    return statistics.declines_scan(spec)
-
-
-def declines_reduce(call: Call) -> str | None:
-    """Why reduce declines ``call``, or None where it computes it."""
-    spec = call.spec
-    assert isinstance(spec, S.Reduce)
-    return _reduce_decline(spec)
-
-
 def declines_scan(call: Call) -> str | None:
     """Why scan declines ``call``, or None where it computes it."""
     spec = call.spec
     assert isinstance(spec, S.Scan)
-    return _scan_decline(spec)
+    return statistics.declines_scan(spec)
 
 
-def _scan_misfit(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+def scan_misfit(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
+    """The refusal of a scan that does not fit (``shape.scan_refusal``, then
+    dtypes and shapes): the contract's rule, which the Library base's general
+    fit check does not yet hold in full."""
     if (len(operands) != spec.n_operands() or len(dsts) != spec.n_results()
             or len(operands) == spec.carry):
         return Answer.BAD_ARITY
@@ -258,55 +248,35 @@ def _scan_misfit(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array])
 
 
 def reduce(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array], *,
-           threads: int | None = None, group_chunks: int | None = None) -> Answer:
-    """``S.reduce``: each reduction of ``spec.reductions`` over ``spec.axes`` of
-    its program output, into the destinations in order. ``threads`` and
+           threads: int | None = None, group_chunks: int | None = None) -> None:
+    """``S.reduce`` of a call that fits and is not declined, its arrays
+    claimed: each reduction of ``spec.reductions`` over ``spec.axes`` of its
+    program output, into the destinations in order. ``threads`` and
     ``group_chunks`` choose the lane plan (:func:`~nxkernel_cuda.plans.lane_plan`; tests only)."""
-    misfit = fits.reduce_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    dev = loops.cuda_device([*dsts, *operands])
-    if dev is None:
-        return Answer.WRONG_DEVICE
-    if _reduce_decline(spec) is not None:
-        return Answer.DECLINED
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        at = 0
-        for red, k, dt in spec.reductions:
-            count = S.results(red)
-            if isinstance(red, S.Logsumexp | S.Moments):
-                statistics.reduce_one(dev, spec.prog, k, red, dt, operands, spec.axes, dsts[at:at + count],
-                                      threads, group_chunks, spec.loads)
-            else:
-                _reduce_one(dev, spec.prog, k, red, dt, operands, spec.axes, dsts[at:at + count],
-                            threads, group_chunks, spec.loads)
-            at += count
-    return Answer.DONE
+    dev = loops.device_of(dsts)
+    at = 0
+    for red, k, dt in spec.reductions:
+        count = S.results(red)
+        if isinstance(red, S.Logsumexp | S.Moments):
+            statistics.reduce_one(dev, spec.prog, k, red, dt, operands, spec.axes, dsts[at:at + count],
+                                  threads, group_chunks, spec.loads)
+        else:
+            _reduce_one(dev, spec.prog, k, red, dt, operands, spec.axes, dsts[at:at + count],
+                        threads, group_chunks, spec.loads)
+        at += count
 
 
 def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array], *,
-         chunk: int | None = None) -> Answer:
-    """``S.scan``: the inclusive scan of ``spec.output`` along ``spec.axis`` (from
-    its end where ``reverse``), after the carry where given. ``chunk`` chooses
-    the states a block scans (:func:`scan_chunk`; tests only)."""
-    misfit = _scan_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    dev = loops.cuda_device([*dsts, *operands])
-    if dev is None:
-        return Answer.WRONG_DEVICE
-    if _scan_decline(spec) is not None:
-        return Answer.DECLINED
-    with door(dsts, operands, device=dev) as refusal:
-        if refusal is not None:
-            return refusal
-        if isinstance(spec.reduction, S.Monoid):
-            _scan(dev, spec, dsts, operands, chunk)
-        else:
-            statistics.scan(dev, spec, dsts, operands, chunk)
-    return Answer.DONE
+         chunk: int | None = None) -> None:
+    """``S.scan`` of a call that fits and is not declined, its arrays claimed:
+    the inclusive scan of ``spec.output`` along ``spec.axis`` (from its end
+    where ``reverse``), after the carry where given. ``chunk`` chooses the
+    states a block scans (:func:`scan_chunk`; tests only)."""
+    dev = loops.device_of(dsts)
+    if isinstance(spec.reduction, S.Monoid):
+        _scan(dev, spec, dsts, operands, chunk)
+    else:
+        statistics.scan(dev, spec, dsts, operands, chunk)
 
 
 #: What reduce computes, in words.

@@ -47,8 +47,7 @@ from nxkernel_core.prog import Prog
 
 from . import codegen, loops, plans, term_walks, terms
 from .build import Source, file_source, render
-from .device import CudaRig
-from .launch import Arg
+from .launch import Arg, CudaRig
 
 __all__ = [
     "ALGORITHMS",

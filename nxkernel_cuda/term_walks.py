@@ -24,8 +24,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.prog import Prog
 
 from . import codegen, loops, terms
-from .device import CudaRig
-from .launch import Pointer
+from .launch import CudaRig, Pointer
 
 __all__ = ["TermWalks", "coords", "term_walks"]
 

@@ -78,3 +78,24 @@ def test_nxkernel_check_passes_its_reduction_laws(installed: dict[str, str]) -> 
                 "-k", "reduce")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert re.search(r"\d+ passed", done.stdout)
+
+
+def test_the_guides_sum_is_exact_where_floats_are_subnormal_or_partials_overflow() -> None:
+    """The guide's ``fsum`` against sums done in exact rationals: three of the
+    smallest subnormal (a scaled sum would flush them to 0), a row whose
+    partial sums overflow while its sum does not, and one whose sum does
+    (rounded to ∞ as IEEE rounds it)."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    space: dict[str, object] = {}
+    exec(_blocks("python")[0].split("class FsumLibrary")[0], space)
+    fsum = space["fsum"]
+    assert callable(fsum)
+    tiny = np.nextafter(0.0, 1.0)
+    rows = [np.array([tiny, tiny, tiny]), np.array([1e308, 1e308, -1e308, tiny]),
+            np.array([-1.5e308, -1.5e308, 2.0**-1074])]
+    expected = [float(3 * Fraction(tiny)), float(Fraction(1e308) + Fraction(tiny)), -np.inf]
+    got = [fsum(r) for r in rows]
+    assert [g.hex() for g in got] == [float(e).hex() for e in expected]

@@ -23,8 +23,8 @@ from .. import dtype as _D
 from ..array import Array
 from ..rig import using as default_device
 
-# _base, _creation and _indexing are reached from Array's methods as attributes.
-from . import _base, _creation, _indexing, fft, linalg  # noqa: F401
+# _base, _creation, _dlpack and _indexing are reached from Array's methods as attributes.
+from . import _base, _creation, _dlpack, _indexing, fft, linalg  # noqa: F401
 from ._creation import (
     arange,
     asarray,

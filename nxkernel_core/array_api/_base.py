@@ -217,7 +217,12 @@ def axes_of(fn: str, x: Array, axis: int | Sequence[int] | None) -> tuple[int, .
     """Distinct axes in increasing order; all of x's for None."""
     if axis is None:
         return tuple(range(x.rank))
-    raw = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+    if isinstance(axis, int | np.integer):
+        raw: tuple[int, ...] = (int(axis),)
+    elif isinstance(axis, tuple | list) and all(isinstance(a, int | np.integer) for a in axis):
+        raw = tuple(axis)
+    else:
+        raise TypeError(f"{fn}: axis {axis!r} of {describe([x])} is not an int or a tuple of ints")
     out = sorted({axis_of(fn, x, a) for a in raw}) if x.rank else []
     if len(out) != len(raw) and x.rank:
         raise ValueError(f"{fn}: repeated axis in {raw}")

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtype as D
+from ..answer import describe
 from ..array import Array
 from ..array import asarray as _core_asarray
 from ..dtype import Dtype
@@ -25,6 +26,7 @@ from ..layout import Broadcast, Layout
 from ..prog import Builder, Value
 from ..rig import Buffer, Rig
 from . import _base as B
+from . import _dlpack as I
 from . import _dtypes as T
 
 __all__ = [
@@ -64,9 +66,39 @@ def _default_of(value: Scalar) -> Dtype:
 
 
 def to_device(fn: str, x: Array, dev: Rig) -> Array:
-    """``x`` on ``dev``: itself where it is there, else a copy through host memory."""
+    """``x`` on ``dev``: itself where it is there already. Otherwise a fresh
+    C-contiguous array, by one copy of a contiguous byte-wide array: from
+    memory the host addresses, ``dev`` writes the bytes where they lie; into
+    the host (or a memory device) from memory it does not address, the
+    source's device reads them into host memory the result adopts; between
+    two devices of one library, by its device copy (``Interchange.copy``: a
+    peer copy between GPUs). A strided array is made contiguous on its own
+    device first; sub-byte dtypes, and devices no rule covers, cross through
+    a host copy."""
     if x.device is dev:
         return x
+    if x.dtype.is_sub_byte or x.numel == 0:
+        return Array.from_numpy(x.to_numpy(), dev, x.dtype)
+    if not x.layout.is_contiguous():
+        x = B.copy(fn, x)
+    src = x.buffer
+    src.check_live(fn)
+    start = src.offset + x.layout.offset * x.dtype.itemsize
+    nbytes = x.numel * x.dtype.itemsize
+    layout = Layout.c_contiguous(x.shape)
+    hb = src.memory.host_bytes
+    if hb is not None:
+        out = Array.empty(x.dtype, x.shape, dev)
+        dev.write_bytes(out.buffer.memory, out.buffer.offset, hb[start : start + nbytes])
+        return out
+    if type(dev) is Rig:  # the host, a memory device: plain host memory
+        data = x.device.read_bytes(src.memory, start, nbytes)
+        return Array(x.dtype, layout, Buffer.adopt(data, dev))
+    ic = I.interchange_of(x.device)
+    if ic is not None and ic is I.interchange_of(dev):
+        moved = ic.copy(x, dev)
+        if moved is not None:
+            return moved
     return Array.from_numpy(x.to_numpy(), dev, x.dtype)
 
 
@@ -113,7 +145,15 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
             if not lo <= obj <= hi:
                 raise OverflowError(f"{fn}: {obj} is out of range for {sdt.name}")
         return _core_asarray(np.asarray(obj), sdt, target)
-    if isinstance(obj, np.ndarray) or hasattr(obj, "__dlpack__") or hasattr(obj, "__array__"):
+    if hasattr(obj, "__cuda_array_interface__") or (
+            not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack__")):
+        out = from_dlpack(obj, device=dev, copy=copy)  # PyTorch, CuPy, ...
+        if dt is not None and dt is not out.dtype:
+            if copy is False:
+                raise ValueError(f"{fn}: converting {out.dtype.name} to {dt.name} needs a copy")
+            return B.cast(fn, out, dt)
+        return out
+    if isinstance(obj, np.ndarray) or hasattr(obj, "__array__"):
         arr = np.asarray(obj)
         src = D.of_numpy(arr.dtype)
         if copy is not True and (dt is None or dt is src) and target.name == "host":
@@ -136,23 +176,55 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
-    """An array sharing the memory of a DLPack producer (NumPy, PyTorch, ...)
-    where it is host memory and ``copy`` is not True; a copy otherwise."""
+    """An array sharing the memory of a DLPack producer where ``copy`` is not
+    True: host memory (NumPy, PyTorch, ...) on the host, by our own reading
+    of its capsule (``_dlpack.adopt_host``); CUDA memory (CuPy,
+    PyTorch, anything with ``__cuda_array_interface__``) on its ``cuda:N``,
+    through the CUDA library's interchange, the producer kept alive. A copy
+    otherwise (``device=`` elsewhere, ``copy=True``); ``BufferError`` where
+    ``copy=False`` forbids the one needed."""
     fn = "xp.from_dlpack"
     if isinstance(x, Array):
         return asarray(x, device=device, copy=copy)
+    dev = B.device_of(device) if device is not None else None
+    where = x.__dlpack_device__() if hasattr(x, "__dlpack_device__") else None
+    if (where is not None and where[0] == I.DL_CUDA) or (
+            not hasattr(x, "__dlpack__") and hasattr(x, "__cuda_array_interface__")):
+        out = _adopt_cuda(fn, x, where)
+        if dev is not None and dev is not out.device:
+            if copy is False:
+                raise BufferError(f"{fn}: moving {describe([out])} from {out.device.name} to "
+                                  f"{dev.name} needs a copy")
+            return to_device(fn, out, dev)
+        return B.copy(fn, out) if copy else out
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"{fn}: a {type(x).__name__} has no __dlpack__")
-    arr = np.from_dlpack(x)
-    dev = B.device_of(device) if device is not None else None
-    src = D.of_numpy(arr.dtype)
-    if copy is not True and (dev is None or dev.name == "host"):
-        wrapped = wrap_numpy(arr, src)
-        if wrapped is not None:
-            return wrapped
-    if copy is False:
-        raise BufferError(f"{fn}: this {arr.dtype} array cannot be shared without a copy")
-    return _core_asarray(arr, src, dev or B.device_of(None))
+    shared = I.adopt_host(fn, x)
+    if shared is None:  # misaligned: NumPy's copy
+        if copy is False:
+            raise BufferError(f"{fn}: a {type(x).__name__} whose first element is not aligned "
+                              "cannot be shared without a copy")
+        arr = np.from_dlpack(x)
+        return _core_asarray(arr, D.of_numpy(arr.dtype), dev or B.device_of(None))
+    if dev is not None and dev is not shared.device:
+        if copy is False:
+            raise BufferError(f"{fn}: moving {describe([shared])} from the host to {dev.name} "
+                              "needs a copy")
+        return to_device(fn, shared, dev)
+    return B.copy(fn, shared) if copy else shared
+
+
+def _adopt_cuda(fn: str, x: Any, where: tuple[int, int] | None) -> Array:
+    """``x``'s CUDA memory as an array on its GPU, by the CUDA library's interchange."""
+    name = f"cuda:{where[1]}" if where is not None else "cuda"
+    try:
+        dev = B.device_of(name)
+    except ValueError as e:
+        raise BufferError(f"{fn}: a {type(x).__name__} in CUDA memory needs {name}: {e}") from None
+    ic = I.interchange_of(dev)
+    if ic is None:
+        raise BufferError(f"{fn}: {name} has no interchange for a {type(x).__name__}")
+    return ic.adopt(fn, x, dev if where is not None else None)
 
 
 def empty(shape: int | Sequence[int], *, dtype: Any = None, device: Any = None) -> Array:
@@ -172,6 +244,8 @@ def full(shape: int | Sequence[int], fill_value: Any, *, dtype: Any = None,
     """``fill_value`` everywhere (its default dtype where ``dtype`` is None)."""
     fn = "xp.full"
     if isinstance(fill_value, Array):
+        if fill_value.size != 1:
+            raise ValueError(f"{fn}: fill_value must be a scalar, not {describe([fill_value])}")
         fill_value = fill_value.to_numpy().item()
     dt = _dtype(fn, dtype) or _default_of(fill_value)
     if isinstance(fill_value, int) and not isinstance(fill_value, bool) and dt.is_int:
@@ -276,6 +350,8 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     """Ones on diagonal ``k`` (column − row = k), zeros elsewhere."""
     fn = "xp.eye"
     dt = _dtype(fn, dtype) or D.float64
+    if not isinstance(k, int | np.integer):
+        raise TypeError(f"{fn}: k = {k!r} is not an int")
     shape = (n_rows, n_rows if n_cols is None else n_cols)
     k = max(-shape[0] - 1, min(k, shape[1] + 1))  # past every diagonal: all zeros either way
     dev = B.device_of(device)

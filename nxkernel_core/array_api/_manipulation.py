@@ -231,6 +231,8 @@ def tile(x: Array, repetitions: Sequence[int], /) -> Array:
     fn = "xp.tile"
     a = B.the_array(fn, x)
     reps = [int(r) for r in repetitions]
+    if any(r < 0 for r in reps):
+        raise ValueError(f"{fn}: repetitions {reps} of {describe([a])} must not be negative")
     rank = max(a.rank, len(reps))
     shape = [1] * (rank - a.rank) + list(a.shape)
     reps = [1] * (rank - len(reps)) + reps
@@ -299,6 +301,9 @@ def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Arr
     ax = B.axis_of(fn, a, axis)
     n = a.shape[ax]
     if isinstance(repeats, Array):
+        if repeats.shape not in ((n,), (1,), ()):
+            raise ValueError(f"{fn}: repeats {describe([repeats])} do not fit axis {axis} "
+                             f"of {describe([a])}")
         counts = B.cast(fn, repeats, D.int64)
         counts = counts.view(Broadcast((n,))) if counts.shape != (n,) else counts
     else:

@@ -274,6 +274,8 @@ def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend: Array | None = Non
     fn = "xp.diff"
     a = B.the_array(fn, x)
     ax = B.axis_of(fn, a, axis)
+    if n < 0:
+        raise ValueError(f"{fn}: n = {n} is negative ({describe([a])})")
     if prepend is not None or append is not None:
         from ._manipulation import concat
 

@@ -11,11 +11,13 @@ from typing import Any
 
 from .. import dtype as D
 from .. import nx
+from ..answer import describe
 from ..array import Array
 from ..layout import Broadcast
 from ..prog import Builder, Value
 from . import _base as B
 from . import _complex as C
+from . import _dtypes as T
 from ._manipulation import concat, roll, take_range
 
 __all__ = [
@@ -74,6 +76,8 @@ def _c2c(fn: str, a: Array, axis: int, n: int | None, norm: str, inverse: bool) 
     ax = B.axis_of(fn, a, axis)
     a = _resized(fn, a, ax, n)
     m = a.shape[ax]
+    if m == 0:
+        raise ValueError(f"{fn}: no points to transform along axis {axis} of {describe([a])}")
     r = nx.ifft(a, axis=ax) if inverse else nx.fft(a, axis=ax)
     # nx.ifft divides by m (the backward norm); the other norms rescale.
     factor = {("backward", False): 1.0, ("ortho", False): 1 / math.sqrt(m), ("forward", False): 1 / m,
@@ -132,6 +136,8 @@ def rfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "back
     ax = B.axis_of(fn, a, axis)
     a = _resized(fn, a, ax, n)
     m = a.shape[ax]
+    if m == 0:
+        raise ValueError(f"{fn}: no points to transform along axis {axis} of {describe([a])}")
     r = nx.rfft(a, axis=ax)
     return _scaled(fn, r, {"backward": 1.0, "ortho": 1 / math.sqrt(m), "forward": 1 / m}[_norm(fn, norm)])
 
@@ -143,7 +149,7 @@ def irfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "bac
     ax = B.axis_of(fn, a, axis)
     points = n if n is not None else 2 * (a.shape[ax] - 1)
     if points < 1:
-        raise ValueError(f"{fn}: {points} output points")
+        raise ValueError(f"{fn}: {points} output points along axis {axis} of {describe([a])}")
     a = _resized(fn, a, ax, points // 2 + 1)
     r = nx.irfft(a, n=points, axis=ax)
     factor = {"backward": 1.0, "ortho": math.sqrt(points), "forward": float(points)}[_norm(fn, norm)]
@@ -156,6 +162,8 @@ def rfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | 
     fn = "xp.fft.rfftn"
     a = _real_input(fn, x)
     pairs = _axes(fn, a, s, axes)
+    if not pairs:
+        raise ValueError(f"{fn}: no axis to transform in {describe([a])}")
     last, n = pairs[-1]
     a = rfft(a, n=n, axis=last, norm=norm)
     for ax, m in pairs[:-1]:
@@ -169,6 +177,8 @@ def irfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] |
     fn = "xp.fft.irfftn"
     a = _complex_input(fn, x)
     pairs = _axes(fn, a, s, axes)
+    if not pairs:
+        raise ValueError(f"{fn}: no axis to transform in {describe([a])}")
     for ax, m in pairs[:-1]:
         a = _c2c(fn, a, ax, m, _norm(fn, norm), True)
     last, n = pairs[-1]
@@ -199,10 +209,20 @@ def _freq(b: Builder, scale: Value, n: Value) -> Value:
     return b.cast(k, scale.dtype) * scale
 
 
+def _float_dtype(fn: str, dtype: Any) -> D.Dtype:
+    """``dtype`` where it is a real floating-point dtype of the namespace (float64 for None)."""
+    if dtype is None:
+        return D.float64
+    dt = T.DTYPES.get(dtype) if isinstance(dtype, str) else dtype
+    if not isinstance(dt, D.Dtype) or not dt.is_float:
+        raise TypeError(f"{fn}: dtype {dtype!r} is not a real floating-point dtype")
+    return dt
+
+
 def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Array:
     """The sample frequencies of an n-point transform: [0, 1, …, −1] / (d·n)."""
     fn = "xp.fft.fftfreq"
-    dt = dtype or D.float64
+    dt = _float_dtype(fn, dtype)
     dev = B.device_of(device)
     scale = B.scalar_array(1.0 / (d * n), dt, dev).view(Broadcast((n,)))
     nn = B.scalar_array(n, D.int64, dev).view(Broadcast((n,)))
@@ -216,7 +236,7 @@ def _rfreq(b: Builder, scale: Value) -> Value:
 def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Array:
     """The sample frequencies of rfft's bins: [0, 1, …, n//2] / (d·n)."""
     fn = "xp.fft.rfftfreq"
-    dt = dtype or D.float64
+    dt = _float_dtype(fn, dtype)
     dev = B.device_of(device)
     scale = B.scalar_array(1.0 / (d * n), dt, dev).view(Broadcast((n // 2 + 1,)))
     return B.elementwise(fn, _rfreq, scale)

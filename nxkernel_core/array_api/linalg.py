@@ -35,6 +35,14 @@ def _matrices(fn: str, x: Array) -> Array:
     return a
 
 
+def _square(fn: str, x: Array) -> Array:
+    """``x`` where it is a square matrix or a stack of them; ``ValueError`` naming ``fn`` otherwise."""
+    a = _matrices(fn, x)
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{fn}: needs square matrices, not {describe([a])}")
+    return a
+
+
 def matmul(x1: Array, x2: Array, /) -> Array:
     """The matrix product with broadcast batch axes; a 1-D operand is a vector."""
     fn = "xp.matmul"
@@ -89,9 +97,12 @@ def tensordot(x1: Array, x2: Array, /, *, axes: int | tuple[Sequence[int], Seque
         if axes < 0 or axes > min(a.rank, b.rank):
             raise ValueError(f"{fn}: axes = {axes} for {describe([a, b])}")
         ia, ib = list(range(a.rank - axes, a.rank)), list(range(axes))
-    else:
+    elif isinstance(axes, tuple | list) and len(axes) == 2 and all(
+            isinstance(side, tuple | list) for side in axes):
         ia = [B.axis_of(fn, a, i) for i in axes[0]]
         ib = [B.axis_of(fn, b, i) for i in axes[1]]
+    else:
+        raise TypeError(f"{fn}: axes {axes!r} is not an int or two sequences of axes")
     sa = list(_LETTERS[: a.rank])
     sb = list(_LETTERS[a.rank : a.rank + b.rank])
     for i, j in zip(ia, ib, strict=True):
@@ -123,7 +134,11 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
 
 def diagonal(x: Array, /, *, offset: int = 0) -> Array:
     """The view of each matrix's diagonal ``offset`` (column − row)."""
-    a = _matrices("xp.linalg.diagonal", x)
+    return _diagonal("xp.linalg.diagonal", x, offset)
+
+
+def _diagonal(fn: str, x: Array, offset: int) -> Array:
+    a = _matrices(fn, x)
     m, n = a.shape[-2:]
     sr, sc = a.layout.strides[-2:]
     start_r, start_c = (0, offset) if offset >= 0 else (-offset, 0)
@@ -135,7 +150,7 @@ def diagonal(x: Array, /, *, offset: int = 0) -> Array:
 
 def trace(x: Array, /, *, offset: int = 0, dtype: Any = None) -> Array:
     """The sum of each matrix's diagonal ``offset``."""
-    return R.sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
+    return R.sum(_diagonal("xp.linalg.trace", x, offset), axis=-1, dtype=dtype)
 
 
 def outer(x1: Array, x2: Array, /) -> Array:
@@ -167,7 +182,7 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
 
 def cholesky(x: Array, /, *, upper: bool = False) -> Array:
     """The Cholesky factor of each Hermitian positive-definite matrix."""
-    a = _matrices("xp.linalg.cholesky", x)
+    a = _square("xp.linalg.cholesky", x)
     B.check_kind("xp.linalg.cholesky", "floating-point", a)
     return nx.cholesky(a, upper=upper)
 
@@ -195,21 +210,27 @@ class SlogdetResult(NamedTuple):
 
 def eigh(x: Array, /) -> EighResult:
     """Ascending eigenvalues and eigenvectors of each Hermitian matrix."""
-    a = _matrices("xp.linalg.eigh", x)
-    B.check_kind("xp.linalg.eigh", "floating-point", a)
+    return _eigh("xp.linalg.eigh", x)
+
+
+def _eigh(fn: str, x: Array) -> EighResult:
+    a = _square(fn, x)
+    B.check_kind(fn, "floating-point", a)
     w, v = nx.eigh(a)
     return EighResult(w, v)
 
 
 def eigvalsh(x: Array, /) -> Array:
     """Ascending eigenvalues of each Hermitian matrix."""
-    return eigh(x).eigenvalues
+    return _eigh("xp.linalg.eigvalsh", x).eigenvalues
 
 
 def qr(x: Array, /, *, mode: str = "reduced") -> QRResult:
     """Q and R of each matrix."""
     a = _matrices("xp.linalg.qr", x)
     B.check_kind("xp.linalg.qr", "floating-point", a)
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"xp.linalg.qr: mode {mode!r} is not 'reduced' or 'complete'")
     q, r = nx.qr(a, mode=mode)
     return QRResult(q, r)
 
@@ -253,7 +274,7 @@ def _sign_of_swaps(b: Builder, n: Value) -> Value:
 def det(x: Array, /) -> Array:
     """The determinant of each square matrix, from its LU factors."""
     fn = "xp.linalg.det"
-    a = _matrices(fn, x)
+    a = _square(fn, x)
     B.check_kind(fn, "floating-point", a)
     if a.shape[-1] == 0:
         return B.full(fn, a.shape[:-2], 1, a.dtype, a.device)
@@ -265,7 +286,7 @@ def det(x: Array, /) -> Array:
 def slogdet(x: Array, /) -> SlogdetResult:
     """The sign and log |det| of each square matrix."""
     fn = "xp.linalg.slogdet"
-    a = _matrices(fn, x)
+    a = _square(fn, x)
     B.check_kind(fn, "floating-point", a)
     if a.shape[-1] == 0:
         return SlogdetResult(B.full(fn, a.shape[:-2], 1, a.dtype, a.device),
@@ -279,12 +300,17 @@ def slogdet(x: Array, /) -> SlogdetResult:
 def solve(x1: Array, x2: Array, /) -> Array:
     """X with x1·X = x2 (x2 a vector where it is 1-D), from x1's LU factors."""
     fn = "xp.linalg.solve"
-    a, b = _promoted(fn, _matrices(fn, x1), B.the_array(fn, x2))
+    a, b = _promoted(fn, _square(fn, x1), B.the_array(fn, x2))
     vector = b.rank == 1
     rhs = b.reshape([b.shape[0], 1]) if vector else b
+    if rhs.rank < 2 or rhs.shape[-2] != a.shape[-1]:
+        raise ValueError(f"{fn}: the right-hand side does not fit the matrices ({describe([a, b])})")
     import numpy as np
 
-    lead = tuple(np.broadcast_shapes(a.shape[:-2], rhs.shape[:-2]))
+    try:
+        lead = tuple(np.broadcast_shapes(a.shape[:-2], rhs.shape[:-2]))
+    except ValueError:
+        raise ValueError(f"{fn}: the stacks do not broadcast ({describe([a, b])})") from None
     a = a if a.shape[:-2] == lead else a.view(Broadcast((*lead, *a.shape[-2:])))
     rhs = rhs if rhs.shape[:-2] == lead else rhs.view(Broadcast((*lead, *rhs.shape[-2:])))
     lu, _, perm = nx.lu(B.copy(fn, a))
@@ -298,7 +324,7 @@ def solve(x1: Array, x2: Array, /) -> Array:
 def inv(x: Array, /) -> Array:
     """The inverse of each square matrix."""
     fn = "xp.linalg.inv"
-    a = _matrices(fn, x)
+    a = _square(fn, x)
     B.check_kind(fn, "floating-point", a)
     from ._creation import eye
 
@@ -309,7 +335,7 @@ def inv(x: Array, /) -> Array:
 def matrix_power(x: Array, n: int, /) -> Array:
     """x multiplied by itself n times (the inverse's for negative n; I for 0)."""
     fn = "xp.linalg.matrix_power"
-    a = _matrices(fn, x)
+    a = _square(fn, x)
     if n == 0:
         from ._creation import eye
 
@@ -335,6 +361,8 @@ def vector_norm(x: Array, /, *, axis: int | Sequence[int] | None = None, keepdim
     fn = "xp.linalg.vector_norm"
     a = B.the_array(fn, x)
     B.check_kind(fn, "floating-point", a)
+    if isinstance(ord, bool) or not isinstance(ord, int | float) or math.isnan(ord):
+        raise ValueError(f"{fn}: ord {ord!r} of {describe([a])} is not a number")
     m = _ew.abs(a)
     if ord == math.inf:
         return R.max(m, axis=axis, keepdims=keepdims) if m.numel else B.full(fn, (), 0.0, m.dtype, m.device)

@@ -5,6 +5,7 @@ within a few ulps where it rounds. Errors name the function and the arrays."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -188,6 +189,50 @@ def test_errors_name_the_function_and_the_arrays() -> None:
         xp.add(xp.ones(2), xp.ones(3))
     with pytest.raises(ValueError, match=r"nx\.exp: exp does not take int64 \(int64 \[3\]\)"):
         nx.exp(i)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: xp.linalg.inv(xp.ones((2, 3))), r"xp\.linalg\.inv: needs square matrices, not float64 \[2, 3\]"),
+    (lambda: xp.linalg.det(xp.ones((2, 3))), r"xp\.linalg\.det: needs square matrices, not float64 \[2, 3\]"),
+    (lambda: xp.linalg.slogdet(xp.ones((3, 2))), r"xp\.linalg\.slogdet: needs square matrices"),
+    (lambda: xp.linalg.eigvalsh(xp.ones((2, 3))), r"xp\.linalg\.eigvalsh: needs square matrices"),
+    (lambda: xp.linalg.matrix_power(xp.ones((2, 3)), 2), r"xp\.linalg\.matrix_power: needs square"),
+    (lambda: xp.linalg.solve(xp.eye(3), xp.ones(2)),
+     r"xp\.linalg\.solve: the right-hand side does not fit the matrices \(float64 \[3, 3\], float64 \[2\]\)"),
+    (lambda: xp.linalg.solve(xp.ones((2, 3, 3)), xp.ones((4, 3, 1))),
+     r"xp\.linalg\.solve: the stacks do not broadcast \(float64 \[2, 3, 3\], float64 \[4, 3, 1\]\)"),
+    (lambda: xp.linalg.trace(xp.ones(3)),
+     r"xp\.linalg\.trace: needs a matrix or a stack of them, not float64 \[3\]"),
+    (lambda: xp.tile(xp.ones(3), (-1,)),
+     r"xp\.tile: repetitions \[-1\] of float64 \[3\] must not be negative"),
+    (lambda: xp.diff(xp.ones(3), n=-1), r"xp\.diff: n = -1 is negative \(float64 \[3\]\)"),
+    (lambda: xp.full(3, xp.ones(3)), r"xp\.full: fill_value must be a scalar, not float64 \[3\]"),
+    (lambda: xp.repeat(xp.ones((2, 3)), xp.asarray([1, 2])), r"xp\.repeat: repeats int64 \[2\] do not fit"),
+    (lambda: xp.fft.fft(xp.ones(0)),
+     r"xp\.fft\.fft: no points to transform along axis -1 of complex128 \[0\]"),
+    (lambda: xp.fft.rfftn(xp.ones(())), r"xp\.fft\.rfftn: no axis to transform in float64 \[\]"),
+])
+def test_shape_errors_name_the_public_function_and_the_arrays(call: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize(("kind", "call", "message"), [
+    (TypeError, lambda: xp.sum(xp.ones((2, 3)), axis=1.5),
+     r"xp\.sum: axis 1\.5 of float64 \[2, 3\] is not an int or a tuple of ints"),
+    (TypeError, lambda: xp.eye(2, k=1.5), r"xp\.eye: k = 1\.5 is not an int"),
+    (TypeError, lambda: xp.fft.fftfreq(4, dtype=xp.int32),
+     r"xp\.fft\.fftfreq: dtype int32 is not a real floating-point dtype"),
+    (ValueError, lambda: xp.linalg.vector_norm(xp.ones(2), ord="bad"),
+     r"xp\.linalg\.vector_norm: ord 'bad' of float64 \[2\] is not a number"),
+    (ValueError, lambda: xp.linalg.qr(xp.ones((2, 2)), mode="bad"),
+     r"xp\.linalg\.qr: mode 'bad' is not 'reduced' or 'complete'"),
+    (TypeError, lambda: xp.tensordot(xp.ones(2), xp.ones(2), axes=(5,)),
+     r"xp\.tensordot: axes \(5,\) is not an int or two sequences of axes"),
+])
+def test_argument_errors_name_the_public_function(kind: type[Exception], call: Any, message: str) -> None:
+    with pytest.raises(kind, match=message):
+        call()
 
 
 def test_a_warm_call_builds_no_program() -> None:

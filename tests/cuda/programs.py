@@ -11,7 +11,8 @@ from typing import Final
 from nxkernel_core import dtype as D
 from nxkernel_core.prog import In, Prog
 
-__all__ = ["MAP_PROGRAMS", "REDUCTION_TERMS", "TRANSCENDENTAL_OUTPUTS", "fused", "identity"]
+__all__ = ["MAP_PROGRAMS", "REDUCTION_TERMS", "TRANSCENDENTAL_OUTPUTS", "attend_all", "causal", "fused",
+           "identity", "masked"]
 
 
 def identity(dt: D.Dtype) -> Prog:
@@ -98,3 +99,21 @@ REDUCTION_TERMS: Final[tuple[tuple[Prog, int], ...]] = (
     (identity(D.float32), 0), (identity(D.float64), 0), (identity(D.int32), 0), (identity(D.float16), 0),
     (fused(), 0), (fused(), 1),
 )
+
+
+def causal(acc: D.Dtype) -> Prog:
+    """An attention program: the pair visible where key ≤ row, its logit the score."""
+    b = Prog.build([acc])
+    return b.finish(b.less_equal(b.coord(0), b.coord(1)), b.copy(b.ins[0]))
+
+
+def attend_all(acc: D.Dtype) -> Prog:
+    """An attention program: every pair visible, its logit the score."""
+    b = Prog.build([acc])
+    return b.finish(b.equal(b.coord(0), b.coord(0)), b.copy(b.ins[0]))
+
+
+def masked(acc: D.Dtype) -> Prog:
+    """An attention program: output 0 a bool load, output 1 the score plus a bias load."""
+    b = Prog.build([acc, D.bool_, acc])
+    return b.finish(b.copy(b.ins[1]), b.ins[0] + b.ins[2])

@@ -33,25 +33,10 @@ from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
 
 from ..host.layouts import placed
+from . import programs
 from .support import CI_NVRTC, canary, nvrtc_of, on, same_bits, untouched
 
 Arr = npt.NDArray[Any]
-
-
-def _causal(acc: Dtype) -> Prog:
-    b = Prog.build([acc])
-    return b.finish(b.less_equal(b.coord(0), b.coord(1)), b.copy(b.ins[0]))
-
-
-def _all(acc: Dtype) -> Prog:
-    b = Prog.build([acc])
-    return b.finish(b.equal(b.coord(0), b.coord(0)), b.copy(b.ins[0]))
-
-
-def _masked(acc: Dtype) -> Prog:
-    """Output 0 a bool load, output 1 the score plus a bias load."""
-    b = Prog.build([acc, D.bool_, acc])
-    return b.finish(b.copy(b.ins[1]), b.ins[0] + b.ins[2])
 
 
 @dataclass
@@ -124,9 +109,9 @@ def _case(rng: np.random.Generator, *, acc: Dtype, dt: Dtype, lead: tuple[int, .
         host += [mask, bias]
         dtypes += [D.bool_, acc]
         loads = (S.PLAIN, S.PLAIN)
-        program, seen, logits = _masked(acc), mask, score + bias.astype(np.float64)
+        program, seen, logits = programs.masked(acc), mask, score + bias.astype(np.float64)
     else:
-        program = _causal(acc) if prog == "causal" else _all(acc)
+        program = programs.causal(acc) if prog == "causal" else programs.attend_all(acc)
         seen = np.broadcast_to(keys <= rows if prog == "causal" else np.ones((tq, tk), bool), loop)
         logits = score
     visible = seen & ~hidden[..., None, None, :]
@@ -292,11 +277,12 @@ def test_a_nan_value_of_weight_zero_at_a_visible_pair_makes_o_a_nan(dev: CudaRig
 
 def test_causal_tiles_past_the_diagonal_are_skipped_and_recognised() -> None:
     acc = D.float32
-    assert attention.key_limit(_causal(acc)) == 0
+    assert attention.key_limit(programs.causal(acc)) == 0
     b = Prog.build([acc])
     strict = b.finish(b.less(b.coord(0), b.coord(1) + 2) & b.equal(b.coord(0), b.coord(0)), b.copy(b.ins[0]))
     assert attention.key_limit(strict) == 1
-    assert attention.key_limit(_all(acc)) is None and attention.key_limit(_masked(acc)) is None
+    assert attention.key_limit(programs.attend_all(acc)) is None
+    assert attention.key_limit(programs.masked(acc)) is None
 
 
 def _decline_case(rng: np.random.Generator, what: str) -> _Case:
@@ -312,7 +298,7 @@ def test_declines_write_nothing_and_agree_with_the_statement(dev: CudaRig, what:
     q, v = case.host[0], case.host[2]
     o = canary(dev, case.dtypes[2], (*q.shape[:-1], v.shape[-1]))
     lse = canary(dev, case.spec.acc, q.shape[:-1])
-    assert LIBRARY.declines(Call("attention", case.spec, (o, lse), tuple(ops))) is not None
+    assert LIBRARY.statement.declines(Call("attention", case.spec, (o, lse), tuple(ops))) is not None
     assert LIBRARY.attention(case.spec, [o, lse], ops) is Answer.DECLINED
     assert untouched(o) and untouched(lse)
 
@@ -324,7 +310,7 @@ def test_the_statement_declines_padded_loads(dev: CudaRig) -> None:
     spec = S.Attention(case.spec.prog, (S.PLAIN, pad), 0.5, D.float32, S.Dense())
     ops = tuple(on(dev, a, dt) for a, dt in zip(case.host, case.dtypes, strict=True))
     o, lse = Array.empty(D.float32, (1, 2, 2), dev), Array.empty(D.float32, (1, 2), dev)
-    assert "Padded" in (LIBRARY.declines(Call("attention", spec, (o, lse), ops)) or "")
+    assert "Padded" in (LIBRARY.statement.declines(Call("attention", spec, (o, lse), ops)) or "")
 
 
 def test_a_computed_call_is_one_the_statement_computes(dev: CudaRig) -> None:
@@ -333,7 +319,7 @@ def test_a_computed_call_is_one_the_statement_computes(dev: CudaRig) -> None:
     ops = [on(dev, a, dt) for a, dt in zip(case.host, case.dtypes, strict=True)]
     o = Array.empty(D.bfloat16, (1, 2, 174), dev)
     lse = Array.empty(D.float32, (1, 2), dev)
-    assert LIBRARY.declines(Call("attention", case.spec, (o, lse), tuple(ops))) is None
+    assert LIBRARY.statement.declines(Call("attention", case.spec, (o, lse), tuple(ops))) is None
     assert attention.tiles_for(175, 175, D.float32) is None
 
 
@@ -363,7 +349,8 @@ def _drawn_sources() -> list[build.Source]:
                     (D.float64, D.float16)):
         for shape in _SHAPES.values():
             dk, dv = int(shape["dk"]), int(shape["dv"])  # type: ignore[call-overload]
-            prog = {"causal": _causal, "all": _all, "masked": _masked}[str(shape.get("prog", "causal"))](acc)
+            named = {"causal": programs.causal, "all": programs.attend_all, "masked": programs.masked}
+            prog = named[str(shape.get("prog", "causal"))](acc)
             loads = (D.bool_, acc) if prog.n_ins == 3 else ()
             paged = bool(shape.get("paged", 0))
             keys = attention_mma.tile_keys(dk, dv)
@@ -373,7 +360,8 @@ def _drawn_sources() -> list[build.Source]:
             tiles = attention.tiles_for(dk, dv, acc)
             assert tiles is not None
             out.append(attention.attention_source(prog, loads, dt, dt, dt, acc, dk, dv, tiles, paged))
-    out.append(attention_mma.attention_mma_source(_causal(D.float32), (), D.float16, 128, 128, 64, False))
+    out.append(attention_mma.attention_mma_source(programs.causal(D.float32), (), D.float16, 128, 128, 64,
+                                                  False))
     return out
 
 
@@ -401,7 +389,7 @@ def test_an_o_identical_to_v_is_declined_and_one_identical_to_q_computed(dev: Cu
     ops = [on(dev, a, dt) for a, dt in zip(case.host, case.dtypes, strict=True)]
     lse = Array.empty(D.float32, (1, 70), dev)
     assert LIBRARY.attention(case.spec, [ops[2], lse], ops) is Answer.DECLINED
-    assert LIBRARY.declines(Call("attention", case.spec, (ops[2], lse), tuple(ops))) is not None
+    assert LIBRARY.statement.declines(Call("attention", case.spec, (ops[2], lse), tuple(ops))) is not None
     assert same_bits(ops[2].to_numpy(), case.host[2], D.float32)
     _, o, lse_apart = _call(dev, case)
     assert LIBRARY.attention(case.spec, [ops[0], lse], ops) is Answer.DONE
@@ -413,7 +401,7 @@ def test_bfloat16_and_float16_into_float32_take_the_tensor_cores(dev: CudaRig) -
     q, k, v all bfloat16 or all float16 into float32 on sm_80 and later (the
     emulated device is sm_90) with dk, dv ≤ 256; SIMT otherwise."""
     def chosen(dt: Dtype, acc: Dtype, dk: int, dv: int, k_dt: Dtype | None = None) -> str:
-        spec = S.Attention(_all(acc), (), 1.0, acc, S.Dense())
+        spec = S.Attention(programs.attend_all(acc), (), 1.0, acc, S.Dense())
         ops = [Array.empty(dt, (1, 1, dk), dev), Array.empty(k_dt or dt, (1, 1, dk), dev),
                Array.empty(dt, (1, 1, dv), dev)]
         return attention.kernel_for(dev, spec, ops, []).name

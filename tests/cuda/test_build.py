@@ -3,22 +3,27 @@ and NVRTC 13, without a GPU; the cache, the errors and rendering."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
 import string
 from pathlib import Path
 
 import pytest
 
-from nxkernel_cuda import build, cache, catalog, copy, lane_sum, nvrtc
+from nxkernel_cuda import build, cache, catalog, nvrtc
 from nxkernel_cuda.build import CompileError, Source
+from nxkernel_cuda.device import EmuDevice
+from nxkernel_cuda.emulator import driver
 
-from . import probe
+from . import copy_kernel as copy
+from . import lane_sum, probe
 from .support import CI_NVRTC, needs_nvrtc, nvrtc_of
 
 
 def _every_source() -> list[Source]:
-    return [*catalog.sources(), probe.probe_source()]
+    return [*catalog.sources(), probe.probe_source(), lane_sum.source(), copy.source()]
 
 
 @pytest.mark.parametrize("major", CI_NVRTC)
@@ -170,8 +175,6 @@ def test_compiles_cache_hits_and_rebuilds_are_logged(
 def test_emulator_builds_and_cache_hits_are_logged(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from nxkernel_cuda.emulator import driver
-
     monkeypatch.setattr(driver, "_built", {})
     with caplog.at_level(logging.DEBUG, logger="nxkernel.cuda.emulator"):
         first = driver.build(lane_sum.source())
@@ -182,3 +185,32 @@ def test_emulator_builds_and_cache_hits_are_logged(
     assert re.fullmatch(r"compiled lane_sum\.cu for the emulator \(g\+\+\) in \d+\.\d\d s", messages[0]) \
         or messages[0] == f"cache hit: lane_sum.cu for the emulator, {first}", messages
     assert messages[-1] == f"cache hit: lane_sum.cu for the emulator, {first}"
+
+
+def test_a_device_dumps_each_source_and_its_options_before_it_builds_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NXKERNEL_CUDA_DUMP: the text and the options reach the folder even for
+    a source the compiler then refuses (so they are written first), once per
+    device; unset, nothing is written."""
+    bad = Source("refused.cu", 'extern "C" __global__ void k() { no_such_name(); }\n', ("k",))
+    monkeypatch.delenv(build.DUMP_VARIABLE, raising=False)
+    assert build.dump(bad, "cuda-emu:7", lambda: ("g++",)) is None
+    monkeypatch.setenv(build.DUMP_VARIABLE, str(tmp_path / "dump"))
+    dev = EmuDevice(7)
+    with pytest.raises(CompileError):
+        dev.load(bad)
+    (text,) = (tmp_path / "dump").glob("refused-*-cuda-emu_7.cu")
+    assert text.read_text() == bad.text
+    record = json.loads(text.with_suffix(".json").read_text())
+    assert record == {"source": "refused.cu", "kernels": ["k"], "device": "cuda-emu:7",
+                      "options": [os.environ.get("NXKERNEL_CXX", "g++"), *driver.FLAGS,
+                                  *(driver.CHECK_FLAGS if driver.memcheck() else ())]}
+    good = lane_sum.source()
+    module = dev.load(good)
+    assert dev.load(good) is module
+    assert sorted(p.name.split("-")[0] for p in (tmp_path / "dump").glob("*.cu")) == ["lane_sum", "refused"]
+    assert (tmp_path / "dump" / f"lane_sum-{good.key[:16]}-cuda-emu_7.json").exists()
+    nvrtc_options = ("nvrtc", *build.compile_options("sm_90"))
+    gpu = build.dump(good, "cuda:0", lambda: nvrtc_options)
+    assert gpu is not None and gpu.read_text() == good.text
+    assert json.loads(gpu.with_suffix(".json").read_text())["options"] == list(nvrtc_options)

@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from nxkernel_core import dtype as D
 from nxkernel_core import plugins, rig
+from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.door import refusal
@@ -133,7 +135,7 @@ def test_the_library_keeps_the_protocol_and_declines_what_it_does_not_compute() 
     assert device.availability()[1] in LIBRARY.statement.summary
     emu = EmuDevice(0)
     assert LIBRARY.computes_on(emu) and not LIBRARY.computes_on(rig.host)
-    x = Array.from_numpy(np.arange(4, dtype=np.float32), emu)
+    x = Array.from_numpy(np.arange(4, dtype=np.float32).reshape(2, 2), emu)
     # Every kernel but eig computes; eig declines every case, touching nothing.
     computed = set(KERNEL_NAMES) - {"eig"}
     for k in KERNEL_NAMES:
@@ -141,9 +143,10 @@ def test_the_library_keeps_the_protocol_and_declines_what_it_does_not_compute() 
         if k in computed:
             assert "declines every case" not in prose, k
             continue
-        assert getattr(LIBRARY, k)(None, [x], [x]) is Answer.DECLINED
+        w, v = Array.empty(D.complex64, (2,), emu), Array.empty(D.complex64, (2, 2), emu)
+        assert getattr(LIBRARY, k)(S.Eig(True), [w, v], [x]) is Answer.DECLINED
         assert "declines every case" in prose
-    assert x.to_numpy().tolist() == [0, 1, 2, 3]
+    assert x.to_numpy().tolist() == [[0, 1], [2, 3]]
 
 
 @pytest.fixture

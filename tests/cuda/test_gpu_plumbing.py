@@ -20,12 +20,13 @@ from nxkernel_core import dtype as D
 from nxkernel_core import orders
 from nxkernel_core.array import Array
 from nxkernel_core.rig import Lost, OutOfMemory
-from nxkernel_cuda import build, catalog, copy, device, lane_sum
+from nxkernel_cuda import build, catalog, device
 from nxkernel_cuda.device import CudaDevice, EmuDevice
 from nxkernel_cuda.emulator import driver
 from nxkernel_cuda.launch import Pointer
 
-from . import probe
+from . import copy_kernel as copy
+from . import lane_sum, probe
 
 LIMIT = 1 << 20  # the stand-in device's memory
 
@@ -135,7 +136,7 @@ class _RawModule:
         self.path = path
 
     def get_function(self, lowered: str) -> _Kernel:
-        for src in (*catalog.sources(), probe.probe_source()):
+        for src in (*catalog.sources(), probe.probe_source(), lane_sum.source(), copy.source()):
             cubin = build.compile(src, "sm_90")
             if str(cubin.path) == self.path:
                 expr = next(k for k, v in cubin.lowered.items() if v == lowered)

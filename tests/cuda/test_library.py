@@ -14,17 +14,18 @@ import numpy as np
 import pytest
 
 from nxkernel_core import dtype as D
-from nxkernel_core import nx, orders, reference
+from nxkernel_core import nx, orders, reference, rig
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.kernel import KERNEL_NAMES, check_library, gamma, unit_roundoff
+from nxkernel_core.library import Library
 from nxkernel_cuda import build, elementwise, terms
-from nxkernel_cuda import device as cuda_device
+from nxkernel_cuda import runtime as cuda_runtime
 from nxkernel_cuda.build import Cubin, Source
 from nxkernel_cuda.device import CudaDevice, CudaRig, EmuDevice
 from nxkernel_cuda.emulator import driver
-from nxkernel_cuda.library import LIBRARY
+from nxkernel_cuda.library import LIBRARY, CudaLibrary
 
 from . import programs
 from . import test_gpu_plumbing as plumbing
@@ -59,6 +60,33 @@ def test_the_statement_keeps_the_protocol_and_states_the_orders() -> None:
         assert all(0 < st.error_factor(k, dt) <= gamma(2 * k + 2, u) for k in range(1, 300))
     assert st.error_factor(100, D.int32) == 0.0
     assert "1 ulp" in st.algorithms["transcendental kinds"]
+
+
+def test_its_kernels_are_the_library_bases_over_its_hooks(dev: CudaRig,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base class's kernel methods run the fit, the declines and the door
+    before a hook: a misfit, a declined case and arrays off the device never
+    reach the family's code; eig, without a hook, declines with its reason."""
+    assert isinstance(LIBRARY, Library)
+    assert all(getattr(CudaLibrary, k) is getattr(Library, k) for k in KERNEL_NAMES)
+    reached: list[str] = []
+    monkeypatch.setattr(CudaLibrary, "_map", lambda self, *args: reached.append("map"))
+    ident = programs.identity(D.float32)
+    spec = S.Map(ident, (S.PLAIN,))
+    x = on(dev, np.arange(6, dtype=np.float32))
+    host_x = Array.from_numpy(np.arange(6, dtype=np.float32), rig.host)
+    assert LIBRARY.map(spec, [Array.empty(D.float32, (5,), dev)], [x]) is Answer.SHAPE_MISMATCH
+    assert LIBRARY.map(spec, [Array.empty(D.float64, (6,), dev)], [x]) is Answer.WRONG_DTYPE
+    assert LIBRARY.map(spec, [Array.empty(D.float32, (6,), rig.host)], [host_x]) is Answer.WRONG_DEVICE
+    assert LIBRARY.map(spec, [Array.empty(D.float32, (6,), dev)], [host_x]) is Answer.WRONG_DEVICE
+    assert reached == []
+    assert LIBRARY.map(spec, [Array.empty(D.float32, (6,), dev)], [x]) is Answer.DONE
+    assert reached == ["map"]
+    assert LIBRARY.statement.computes["eig"].prose == (
+        "declines every case: nx.cuda computes no eig (the nonsymmetric eigenproblem)")
+    a = on(dev, np.eye(3))
+    dsts = [Array.empty(D.complex128, (3,), dev), Array.empty(D.complex128, (3, 3), dev)]
+    assert LIBRARY.eig(S.Eig(True), dsts, [a]) is Answer.DECLINED
 
 
 def test_the_caller_reaches_the_library_on_the_emulated_device(dev: CudaRig) -> None:
@@ -104,7 +132,7 @@ def standin_gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[CudaDevice]:
     cubins for sm_90, lowered names, pointers as uint64, descriptors and
     scratch in device memory) without a GPU."""
     built: dict[str, tuple[Source, Cubin]] = {}
-    compile_for_device = cuda_device.compile
+    compile_for_device = cuda_runtime.compile
 
     def recording(source: Source, arch: str) -> Cubin:
         cubin = compile_for_device(source, arch)
@@ -120,7 +148,7 @@ def standin_gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[CudaDevice]:
             expr = next(k for k, v in cubin.lowered.items() if v == lowered)
             return plumbing._Kernel(driver.load(EmuDevice(9), source).function(expr))
 
-    monkeypatch.setattr(cuda_device, "compile", recording)
+    monkeypatch.setattr(cuda_runtime, "compile", recording)
     monkeypatch.setattr(plumbing, "LIMIT", 1 << 28)
     fixture = plumbing.gpu.__wrapped__(monkeypatch)  # type: ignore[attr-defined]
     gpu = next(fixture)

@@ -91,7 +91,7 @@ def test_a_sum_has_the_same_bits_on_every_launch_plan(dev: CudaRig) -> None:
     xs = on(dev, x)
     for threads, group in ((32, 2), (64, 8), (256, 16), (256, 64), (None, None)):
         dst = Array.empty(D.float32, (2,), dev)
-        assert reductions.reduce(spec, [dst], [xs], threads=threads, group_chunks=group) is Answer.DONE
+        reductions.reduce(spec, [dst], [xs], threads=threads, group_chunks=group)
         assert same_bits(dst.to_numpy(), want, D.float32), (threads, group)
 
 
@@ -121,7 +121,7 @@ def test_a_scan_has_the_same_bits_for_every_chunk(dev: CudaRig) -> None:
     xs = on(dev, x)
     for chunk in (2, 4, 64, 1024, None):  # chunk 2 recurses through eleven levels of totals
         dst = Array.empty(D.float32, (2, 3000), dev)
-        assert reductions.scan(spec, [dst], [xs], chunk=chunk) is Answer.DONE
+        reductions.scan(spec, [dst], [xs], chunk=chunk)
         assert same_bits(dst.to_numpy(), want, D.float32), chunk
 
 

@@ -1,4 +1,7 @@
-"""Lane-order float32 Sum of rows (``kernels/lane_sum.cu``), the example reduction family.
+"""Lane-order float32 Sum of rows (``kernels/lane_sum.cu`` beside this file),
+the tests' example reduction family: a small hand-written kernel of shared
+memory, warp shuffles and template instantiations that the device, build and
+emulator tests launch.
 
 Rule: :func:`sum_rows` writes to ``dst[r]`` the float32 sum of ``src[r, :]``
 in lane order (design.md §6), bit for bit
@@ -11,19 +14,20 @@ binary counter (the source's header comment tells the whole scheme).
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Final
 
 import numpy as np
 
 from nxkernel_core import dtype as D
 from nxkernel_core.array import Array
-
-from .build import Source, file_source
-from .device import CudaRig
-from .launch import first_element
+from nxkernel_cuda.build import Source
+from nxkernel_cuda.launch import CudaRig, first_element
 
 __all__ = ["DEFAULT_THREADS", "THREADS", "kernel_name", "source", "sum_rows"]
 
+#: The kernel's file.
+FILE: Final = Path(__file__).parent / "kernels" / "lane_sum.cu"
 #: The block sizes the source is instantiated for.
 THREADS: Final[tuple[int, ...]] = (32, 128, 256, 1024)
 #: The block size sum_rows uses unless told.
@@ -38,7 +42,7 @@ def kernel_name(threads: int) -> str:
 @functools.cache
 def source() -> Source:
     """``lane_sum.cu`` with every instantiation of :data:`THREADS`."""
-    return file_source("lane_sum.cu", [kernel_name(t) for t in THREADS])
+    return Source("lane_sum.cu", FILE.read_text(), tuple(kernel_name(t) for t in THREADS))
 
 
 def sum_rows(dst: Array, src: Array, *, threads: int = DEFAULT_THREADS) -> None:

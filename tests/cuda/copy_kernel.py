@@ -1,4 +1,4 @@
-"""Elementwise copy of bytes, the example generated family.
+"""Elementwise copy of bytes, the tests' example generated family.
 
 Rule: :func:`copy` makes ``dst``'s bytes those of ``src`` (two contiguous
 arrays of one size on one CUDA device), moving the widest units of 8, 4, 2 or
@@ -17,10 +17,8 @@ from typing import Final
 import numpy as np
 
 from nxkernel_core.array import Array
-
-from .build import Source, render
-from .device import CudaRig
-from .launch import first_element
+from nxkernel_cuda.build import Source, render
+from nxkernel_cuda.launch import CudaRig, first_element
 
 __all__ = ["TEMPLATE", "UNITS", "copy", "copy_code", "kernel_name", "source"]
 
