@@ -3,7 +3,7 @@ textbook NumPy version, side by side in one process.
 
 Cases: B = 1, H = 8, T = 1024 and 4096, d = 64 and 128, float32, causal and
 not, grouped (hq = 8, hk = 2) and paged (page 16), on one and two threads
-(``lanes.set_workers`` for ours, ``torch.set_num_threads`` for PyTorch; the
+(``nxkernel_host.threads`` for ours, ``torch.set_num_threads`` for PyTorch; the
 textbook version's BLAS pinned to one thread for the one-thread rows). Each
 row times ours, NumPy's and PyTorch's alternately and keeps the best of the
 repeats: one-thread rows by the calling thread's CPU time (all three run on
@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+import nxkernel_host
 from benchmarks.machine import Watch
 from benchmarks.timing import check_within, failed_row, gamma
 from nxkernel_core import dtype as D
@@ -38,7 +39,6 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.kernel import Library, check_library
 from nxkernel_core.prog import Prog
-from nxkernel_host import lanes
 from nxkernel_host.library import library
 
 LIB: Library = check_library(library)
@@ -90,15 +90,13 @@ def _threads(n: int) -> Iterator[None]:
     textbook version's) on n."""
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
-    previous = lanes.set_workers(n)
     torch_previous = torch.get_num_threads() if torch is not None else 0
     if torch is not None:
         torch.set_num_threads(n)
     try:
-        with threadpool_limits(n, user_api="blas"):
+        with threadpool_limits(n, user_api="blas"), nxkernel_host.threads(n):
             yield
     finally:
-        lanes.set_workers(previous)
         if torch is not None:
             torch.set_num_threads(torch_previous)
 

@@ -73,6 +73,37 @@ def _general_misfit(spec: Any, dsts: Sequence[Array], operands: Sequence[Array]
     return None
 
 
+def _scan_misfit(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]
+                 ) -> Answer | None:
+    """Counts (a carry alone is no call), the scans' refusal rule over the
+    loop's rank, the first destination's dtype the spec fixes, then the
+    results' shapes."""
+    if (len(operands) != spec.n_operands() or len(dsts) != spec.n_results()
+            or len(operands) == spec.carry):
+        return Answer.BAD_ARITY
+    loads = operands[spec.carry:]
+    found = SH.scan_refusal(spec.prog, fits.loop_rank(spec.loads, loads), spec.reduction,
+                            spec.output, [d.dtype for d in dsts],
+                            operands[0].dtype if spec.carry else None, [a.dtype for a in loads],
+                            spec.loads)
+    if found is not None:
+        return found[0]
+    if dsts[0].dtype is not spec.dtype:
+        return Answer.WRONG_DTYPE
+    want = SH.scan(spec, [a.shape for a in operands])
+    if isinstance(want, SH.Error) or any(d.shape != w for d, w in zip(dsts, want, strict=True)):
+        return Answer.SHAPE_MISMATCH
+    return None
+
+
+def _contract_misfit(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]
+                     ) -> Answer | None:
+    """``shape.contract_refusal``: counts, shapes, then the scales' and ids'
+    dtypes (the destination's dtype is the caller's choice)."""
+    return SH.contract_refusal(spec, [d.shape for d in dsts], [o.shape for o in operands],
+                               [o.dtype for o in operands])
+
+
 _ROUTINES = ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")
 
 #: The fit check of each kernel whose rule the core states in full; the others
@@ -80,6 +111,8 @@ _ROUTINES = ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")
 _MISFITS: Mapping[str, Callable[[Any, Sequence[Array], Sequence[Array]], Answer | None]] = {
     "map": fits.map_misfit,
     "reduce": fits.reduce_misfit,
+    "scan": _scan_misfit,
+    "contract": _contract_misfit,
     **{k: fits.move_misfit for k in ("gather", "range_gather", "scatter", "sort", "numbering",
                                      "assemble")},
     "fft": fits.fft_misfit,
@@ -116,11 +149,11 @@ class Library:
 
     A subclass sets ``name`` and ``summary``, and may set ``priority``,
     ``concurrent``, ``association``, ``algorithms``, ``open_choices``,
-    ``ulps``, ``not_computed`` and ``models`` (the device models it computes
-    on), and define ``error_factor``; one whose arrays are not in the host's
-    memory defines ``_door`` and ``computes_on``. The statement is made on
-    first use (:meth:`_make_statement`), so a subclass whose parts cost (a
-    probe of its devices) pays only when it is read.
+    ``prose``, ``ulps``, ``not_computed`` and ``models`` (the device models
+    it computes on), and define ``error_factor``; one whose arrays are not in
+    the host's memory defines ``_door`` and ``computes_on``. The statement is
+    made on first use (:meth:`_make_statement`), so a subclass whose parts
+    cost (a probe of its devices) pays only when it is read.
     """
 
     #: The library's name, as discovery lists it.
@@ -136,6 +169,8 @@ class Library:
     association: ClassVar[Mapping[str, str]] = {}
     algorithms: ClassVar[Mapping[str, str]] = {}
     open_choices: ClassVar[Mapping[str, str]] = {}
+    #: The statement's prose of a kernel where its hook's docstring is not it.
+    prose: ClassVar[Mapping[str, str]] = {}
     #: The ulp bounds of the inexact kinds its programs compute (``Statement.ulps``).
     ulps: ClassVar[Mapping[str, Mapping[str, int]]] = {}
     #: Why a kernel without a hook declines, where more is to be said than
@@ -203,7 +238,7 @@ class Library:
             return KernelStatement(f"declines every case: {reason}", lambda call: reason)
         declines: Callable[[Call], str | None] = getattr(
             self, f"_declines_{kernel}", lambda call: None)
-        prose = " ".join((hook.__doc__ or f"computes {kernel}").split())
+        prose = self.prose.get(kernel) or " ".join((hook.__doc__ or f"computes {kernel}").split())
         return KernelStatement(prose, declines)
 
     def _run(self, kernel: str, spec: Any, dsts: Sequence[Array],

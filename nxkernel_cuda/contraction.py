@@ -79,17 +79,16 @@ from collections.abc import Sequence
 from typing import Final
 
 from nxkernel_core import dtype as D
-from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
+from nxkernel_core.declines import contract_declines
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
 
 from . import contract_mma, contract_simt, loops
 from .build import Source
 
-__all__ = ["ALGORITHM", "ASSOCIATION", "PROSE", "contract", "declines", "error_factor", "misfit",
+__all__ = ["ALGORITHM", "ASSOCIATION", "PROSE", "contract", "declines", "error_factor",
            "sources"]
 
 #: Operand (and init) dtypes each float accumulator takes: all convert exactly.
@@ -134,27 +133,11 @@ def _dst_reason(acc: Dtype, dst: Dtype) -> str | None:
 
 
 def _spec_reason(spec: S.Contract, dst: Dtype, operands: Sequence[Dtype]) -> str | None:
-    """Why nx.cuda declines ``spec`` with these dtypes (of a fitting call), or None."""
-    acc = spec.acc
-    names = ["a", "b"] + ["init"] * spec.init
-    for what, dt in zip(names, operands, strict=False):
-        why = _operand_reason(what, dt, acc)
-        if why is not None:
-            return why
-    rest = iter(operands[len(names):])
-    for side, sk in zip("ab", spec.scales, strict=True):
-        if sk is None:
-            continue
-        sdt = next(rest)
-        if sk is S.ScaleKind.EXPONENT and acc.is_int:
-            return f"{side}'s Exponent scale into the integer {acc.name} accumulator"
-        if sk is S.ScaleKind.VALUE:
-            if acc.is_complex:
-                return f"{side}'s Value scale into the complex {acc.name} accumulator"
-            why = _operand_reason(f"{side}'s Value scale", sdt, acc)
-            if why is not None:
-                return why
-    return _dst_reason(acc, dst)
+    """Why nx.cuda declines ``spec`` with these dtypes (of a fitting call), or
+    None: the core's walk (``declines.contract_declines``) with nx.cuda's
+    operand and destination rules (init converts as an operand does)."""
+    return contract_declines(spec, dst, operands, operand=_operand_reason, init=_operand_reason,
+                             result=_dst_reason)
 
 
 def _aliasing_reason(dsts: Sequence[Array], operands: Sequence[Array], spec: S.Contract) -> str | None:
@@ -186,14 +169,6 @@ def error_factor(k: int, acc: Dtype) -> float:
         return gamma(4, u) if k == 1 else math.sqrt(2.0) * gamma(k + 2, u)
     simt = gamma(k + 3, u)
     return max(simt, contract_mma.error_factor(k)) if acc is D.float32 else simt
-
-
-def misfit(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit (``shape.contract_refusal``:
-    the contract's rule, which the Library base's general fit check does not
-    yet hold in full)."""
-    return SH.contract_refusal(spec, [d.shape for d in dsts], [o.shape for o in operands],
-                               [o.dtype for o in operands])
 
 
 def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> None:

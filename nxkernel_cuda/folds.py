@@ -10,7 +10,7 @@ Rules:
   (integers keep their low bits). An element no tap reads is +0.
 * One thread owns each element of dst and walks its taps itself: no atomics
   and no split, so the bits are the same on every launch, on cuda-emu and on
-  a GPU, and they are the host library's (``nxkernel_host.reductions.fold``
+  a GPU, and they are the host library's (``nxkernel_host.fold.fold``
   adds tap by tap in the same order, from +0, in the same carrier) but for
   a NaN result's bits, which the contract leaves open.
 * Bound: a dst element read by t taps is t − 1 roundings from the exact sum

@@ -24,9 +24,8 @@ kernels live one family a module:
   softmax over key tiles, the program compiled in), deterministic.
 
 It is a :class:`~nxkernel_core.library.Library`: the base class checks that
-a call fits (``BAD_ARITY``, ``WRONG_DTYPE``, ``SHAPE_MISMATCH``; scan's and
-contract's full rules, ``reductions.scan_misfit`` and
-``contraction.misfit``, first), answers ``DECLINED`` for a case the
+a call fits (the contract's fit rules, written once in the core: ``BAD_ARITY``,
+``WRONG_DTYPE``, ``SHAPE_MISMATCH`` and scan's and contract's own), answers ``DECLINED`` for a case the
 statement declines, then claims the arrays through the door (``WRONG_DEVICE``
 for arrays off one CUDA device, or another refusal), all before any work;
 then the family's hook queues the work, and ``DONE`` means it is queued on
@@ -158,14 +157,6 @@ _ALGORITHMS: Final = {
 }
 
 
-#: The fit rules of the kernels whose rule the Library base's general check
-#: does not hold in full: ``shape.scan_refusal`` and ``shape.contract_refusal``.
-_FULL_FITS: Final[dict[str, Callable[[Any, Sequence[Array], Sequence[Array]], Answer | None]]] = {
-    "scan": reductions.scan_misfit,
-    "contract": contraction.misfit,
-}
-
-
 @final
 class CudaLibrary(Library):
     """``nx.cuda``: computes on CUDA devices (see the module's doc)."""
@@ -234,13 +225,6 @@ class CudaLibrary(Library):
         if dev is None:
             return nullcontext(Answer.WRONG_DEVICE)
         return door(dsts, operands, device=dev)
-
-    def _run(self, kernel: str, spec: Any, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
-        """The base's steps, after the contract's full fit rule where the
-        base's general one does not hold it yet (scan, contract)."""
-        full = _FULL_FITS.get(kernel)
-        misfit = None if full is None else full(spec, dsts, operands)
-        return misfit if misfit is not None else super()._run(kernel, spec, dsts, operands)
 
     _map = _hook(elementwise.map, elementwise.PROSE)
     _reduce = _hook(reductions.reduce, reductions.REDUCE_PROSE)

@@ -59,10 +59,7 @@ from typing import Final
 import numpy as np
 
 from nxkernel_core import dtype as D
-from nxkernel_core import fits
-from nxkernel_core import shape as SH
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call
@@ -224,27 +221,6 @@ def declines_scan(call: Call) -> str | None:
     spec = call.spec
     assert isinstance(spec, S.Scan)
     return statistics.declines_scan(spec)
-
-
-def scan_misfit(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a scan that does not fit (``shape.scan_refusal``, then
-    dtypes and shapes): the contract's rule, which the Library base's general
-    fit check does not yet hold in full."""
-    if (len(operands) != spec.n_operands() or len(dsts) != spec.n_results()
-            or len(operands) == spec.carry):
-        return Answer.BAD_ARITY
-    loads_ops = operands[spec.carry:]
-    found = SH.scan_refusal(spec.prog, fits.loop_rank(spec.loads, loads_ops), spec.reduction, spec.output,
-                            [d.dtype for d in dsts], operands[0].dtype if spec.carry else None,
-                            [a.dtype for a in loads_ops], spec.loads)
-    if found is not None:
-        return found[0]
-    if dsts[0].dtype is not spec.dtype:
-        return Answer.WRONG_DTYPE
-    want = SH.scan(spec, [a.shape for a in operands])
-    if isinstance(want, SH.Error) or any(d.shape != w for d, w in zip(dsts, want, strict=True)):
-        return Answer.SHAPE_MISMATCH
-    return None
 
 
 def reduce(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array], *,

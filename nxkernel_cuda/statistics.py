@@ -7,7 +7,7 @@ dtype). Here:
 
 * Logsumexp and Moments reduce each row in two lane-order passes
   (``kernels/nxk_reduce.cuh``) over float64 accumulators, the host library's
-  algorithms (``nxkernel_host.reductions``): a first pass (Logsumexp: the
+  algorithms (``nxkernel_host.reduce``): a first pass (Logsumexp: the
   terms' maximum m in the carrier, a NaN where a term is; Moments: the sum of
   the terms), a per-row centre (m; the sum over n, the mean), a second pass
   (Σ exp(x − m), x − m and exp in the carrier; Σ (x − mean)² in float64), then

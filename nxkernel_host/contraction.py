@@ -18,19 +18,16 @@ Determinism. OpenBLAS's bits depend on its thread count, so the library
 multiplies on its own OpenBLAS instance, which stays on one thread whatever
 the program does to its BLAS (``blas``). The parallelism is this module's
 own: each product is cut into fixed chunks of rows (a function of the
-extents alone) that a thread pool computes, each by one single-threaded gemm,
+extents alone) that the library's threads (``pool``) compute, each by one single-threaded gemm,
 so each element's order of summation is a function of the extents and the
 OpenBLAS core type.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import itertools
 import math
-import os
-import threading
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -38,19 +35,17 @@ import numpy as np
 import numpy.typing as npt
 
 from nxkernel_core import dtype as D
-from nxkernel_core import shape as Shape
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
+from nxkernel_core.declines import contract_call_declines, contract_declines
 from nxkernel_core.dtype import Dtype
-from nxkernel_core.kernel import Call, KernelStatement, gamma, unit_roundoff
+from nxkernel_core.kernel import Call, gamma, unit_roundoff
 
-from . import blas
+from . import blas, pool
 from .family import Family
 from .views import read, store, target
 
-__all__ = ["FAMILY", "declines", "error_factor"]
+__all__ = ["FAMILY", "contract", "declines", "declines_call", "error_factor"]
 
 NDArray = npt.NDArray[Any]
 
@@ -58,22 +53,6 @@ NDArray = npt.NDArray[Any]
 CHUNK_ROWS: Final = 256
 #: Below this many multiply-adds a product's chunks run on the calling thread.
 _POOL_MIN_WORK: Final = 1 << 21
-
-_pool_lock = threading.Lock()
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-#: The pool's threads: the CPUs this process may run on.
-_WORKERS: Final = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-    os.cpu_count() or 1)
-
-
-def _threads() -> concurrent.futures.ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=_WORKERS,
-                                                          thread_name_prefix="nxkernel-host")
-        return _pool
-
 
 def _aligned(shape: Sequence[int], dtype: npt.DTypeLike) -> NDArray:
     """An uninitialised C-contiguous array whose data starts on a 64-byte line."""
@@ -88,8 +67,8 @@ def _products(jobs: Sequence[tuple[NDArray, NDArray, NDArray]]) -> None:
     """``out[...] = a @ b`` for each job of 2-D arrays (``a [R, K]`` and ``b [K, C]``
     C-contiguous, ``out [R, C]`` C-contiguous), float by the library's own
     single-threaded gemm, integer by NumPy's loop. Each job runs in chunks of
-    ``CHUNK_ROWS`` rows (nearly equal, a function of R alone), on the pool
-    when there is work."""
+    ``CHUNK_ROWS`` rows (nearly equal, a function of R alone), on the
+    library's threads (``pool``) when there is work."""
     chunks: list[tuple[NDArray, NDArray, NDArray]] = []
     work = 0
     for a, b, out in jobs:
@@ -114,11 +93,11 @@ def _products(jobs: Sequence[tuple[NDArray, NDArray, NDArray]]) -> None:
                 else:
                     np.matmul(a, b, out=out)
 
-    if len(chunks) > 1 and work >= _POOL_MIN_WORK:
-        # One task per worker, each a share of the chunks: which thread computes a
+    n = pool.count()
+    if len(chunks) > 1 and work >= _POOL_MIN_WORK and n > 1:
+        # One task per thread, each a share of the chunks: which thread computes a
         # chunk changes no bit of it, and few tasks keep the pool's overhead small.
-        shares = [chunks[i::_WORKERS] for i in range(min(_WORKERS, len(chunks)))]
-        list(_threads().map(some, shares))
+        pool.parallel([functools.partial(some, chunks[i::n]) for i in range(min(n, len(chunks)))])
     else:
         some(chunks)
 
@@ -162,14 +141,26 @@ def _operand_reason(what: str, dt: Dtype, acc: Dtype) -> str | None:
     return f"{what} {dt.name} does not convert exactly into the {acc.name} accumulator"
 
 
-def _init_reason(dt: Dtype, acc: Dtype) -> str | None:
+def _init_reason(what: str, dt: Dtype, acc: Dtype) -> str | None:
     """Why init of ``dt`` is declined: it must convert exactly into ``acc``, or be
     a float (complex, into a complex accumulator) that rounds once into it."""
     if acc.is_int:
-        return _operand_reason("init", dt, acc)
+        return _operand_reason(what, dt, acc)
     if _exact_into(dt, acc) or dt.is_float or (dt.is_complex and acc.is_complex):
         return None
-    return f"init {dt.name} does not convert into the {acc.name} accumulator"
+    return f"{what} {dt.name} does not convert into the {acc.name} accumulator"
+
+
+def _result_reason(acc: Dtype, dst: Dtype) -> str | None:
+    """Why a result in ``acc`` is declined into a destination of ``dst``: it
+    rounds into one of its kind (integer, float or complex)."""
+    if acc.is_int and not dst.is_int:
+        return f"a {acc.name} result rounds into an integer destination, not {dst.name}"
+    if acc.is_float and not dst.is_float:
+        return f"a {acc.name} result rounds into a float destination, not {dst.name}"
+    if acc.is_complex and not dst.is_complex:
+        return f"a {acc.name} result rounds into a complex destination, not {dst.name}"
+    return None
 
 
 def declines(spec: S.Contract, dst: Dtype, operands: Sequence[Dtype]) -> str | None:
@@ -181,45 +172,14 @@ def declines(spec: S.Contract, dst: Dtype, operands: Sequence[Dtype]) -> str | N
     destination (complex into complex). Into an integer one, every operand and
     scale is an integer or a boolean and the destination an integer. It
     declines Value scales into complex accumulators and Exponent scales into
-    integer ones."""
-    acc = spec.acc
-    a, b = operands[0], operands[1]
-    rest = iter(operands[2:])
-    for what, dt in (("a", a), ("b", b)):
-        why = _operand_reason(what, dt, acc)
-        if why is not None:
-            return why
-    if spec.init:
-        why = _init_reason(next(rest), acc)
-        if why is not None:
-            return why
-    for side, kind in zip("ab", spec.scales, strict=True):
-        if kind is None:
-            continue
-        scale = next(rest)
-        if kind is S.ScaleKind.EXPONENT and acc.is_int:
-            return f"{side}'s Exponent scale into the {acc.name} accumulator is not an integer"
-        if kind is S.ScaleKind.VALUE:
-            if acc.is_complex:
-                return f"{side}'s Value scale into the complex {acc.name} accumulator"
-            why = _operand_reason(f"{side}'s Value scale", scale, acc)
-            if why is not None:
-                return why
-    if acc.is_int and not dst.is_int:
-        return f"a {acc.name} result rounds into an integer destination, not {dst.name}"
-    if acc.is_float and not dst.is_float:
-        return f"a {acc.name} result rounds into a float destination, not {dst.name}"
-    if acc.is_complex and not dst.is_complex:
-        return f"a {acc.name} result rounds into a complex destination, not {dst.name}"
-    return None
+    integer ones (``declines.contract_declines``' walk)."""
+    return contract_declines(spec, dst, operands, operand=_operand_reason, init=_init_reason,
+                             result=_result_reason)
 
 
-def _declines_call(call: Call) -> str | None:
-    spec = call.spec
-    assert isinstance(spec, S.Contract)
-    if len(call.dsts) != 1 or len(call.operands) != spec.n_operands():
-        return None  # a misfit: the kernel refuses it
-    return declines(spec, call.dsts[0].dtype, [o.dtype for o in call.operands])
+def declines_call(call: Call) -> str | None:
+    """``declines`` of a contract call: the library's stated declines."""
+    return contract_call_declines(call, declines)
 
 
 def error_factor(k: int, acc: Dtype) -> float:
@@ -456,41 +416,13 @@ def _finish(products: NDArray, init: NDArray | None, empty: NDArray | None, acc:
 # --------------------------------------------------------------------------
 
 
-def _misfit(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer | None:
-    """The refusal of a call that does not fit: counts, then a destination that
-    is not C-contiguous, then ``shape.contract_refusal``'s shapes and dtypes."""
-    if len(dsts) != 1 or len(operands) != spec.n_operands():
-        return Answer.BAD_ARITY
-    if not dsts[0].layout.is_contiguous():
-        return Answer.BAD_LAYOUT
-    return _refusal(spec, dsts[0].shape, tuple([o.shape for o in operands]),
-                    tuple([o.dtype for o in operands]))
-
-
-@functools.lru_cache(maxsize=512)
-def _refusal(spec: S.Contract, dst: tuple[int, ...], shapes: tuple[tuple[int, ...], ...],
-             dtypes: tuple[Dtype, ...]) -> Answer | None:
-    """``shape.contract_refusal`` of one call, made once per spec, shapes and
-    dtypes (what it reads): a repeated call skips the shape rules."""
-    return Shape.contract_refusal(spec, [dst], list(shapes), list(dtypes))
-
-
-def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def contract(spec: S.Contract, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """``dst = init + Σ a·b`` over the contracting pairs, in ``spec.acc``, rounded
-    once into dst; see the module docstring and ``declines`` for what it computes.
+    once into dst, for a call that fits and is not declined, the door passed;
+    see the module docstring and ``declines`` for what it computes.
     Operands: a, b, [init], [a's scale], [b's scale], [ids]."""
-    misfit = _misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    if declines(spec, dsts[0].dtype, [o.dtype for o in operands]) is not None:
-        return Answer.DECLINED
-    (dst,) = dsts
-    with door(dsts, operands, need_host=True) as refusal:
-        if refusal is not None:
-            return refusal
-        with np.errstate(all="ignore"):  # NaN and infinity are values, not errors
-            _compute(spec, dst, operands)
-    return Answer.DONE
+    with np.errstate(all="ignore"):  # NaN and infinity are values, not errors
+        _compute(spec, dsts[0], operands)
 
 
 def _compute(spec: S.Contract, dst: Array, operands: Sequence[Array]) -> None:
@@ -526,10 +458,12 @@ def _compute(spec: S.Contract, dst: Array, operands: Sequence[Array]) -> None:
         ca = [p.reshape(nbatch, rows, k_ext) for p in ca]
         cb = [p.reshape(nbatch, k_ext, cols) for p in cb]
         pairs = [([p[t] for p in ca], [p[t] for p in cb]) for t in range(nbatch)]
-        if init_arr is None and dst.dtype is acc and acc.is_float and k_ext > 0:
-            # BLAS writes dst itself: saves the result's copy and store.
+        if (init_arr is None and dst.dtype is acc and acc.is_float and k_ext > 0
+                and dst.layout.is_contiguous()):
+            # BLAS writes a C-contiguous dst itself: saves the result's copy
+            # and store.
             whole = target(dst)
-            assert whole is not None
+            assert whole is not None  # a byte-wide dst
             into = whole.reshape(nbatch, rows, cols)
             _many(pairs, acc, [into[t] for t in range(nbatch)])
             return
@@ -675,8 +609,7 @@ _PROSE: Final = (
 )
 
 FAMILY: Final = Family(
-    kernels={"contract": contract},
-    statements={"contract": KernelStatement(_PROSE, _declines_call)},
+    prose={"contract": _PROSE},
     association={
         "contract": "operands copied into canonical C-contiguous [batch, rows, K] and "
                     "[batch, K, cols] arrays; float products by the library's own OpenBLAS gemm "
@@ -696,5 +629,4 @@ FAMILY: Final = Family(
                     "Deterministic on any thread count: the library's own OpenBLAS instance "
                     "stays on one thread (see nxkernel_host.blas); chunks run on a thread pool.",
     },
-    error_factor=error_factor,
 )

@@ -5,7 +5,7 @@ it loads each operand (``loads``: Plain or Padded), evaluates the program
 (``program``: every kind at every dtype, exact kinds bit for bit, the
 transcendentals within ``program.ULPS``) box by box over the threads, and
 stores each output into its destination, packing sub-byte ones. It declines
-nothing.
+nothing; ``map_`` is the library's hook (the fit and the door before it).
 """
 
 from __future__ import annotations
@@ -19,11 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from nxkernel_core import shape as SH
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
 from nxkernel_core.dtype import Dtype
-from nxkernel_core.kernel import Call, KernelStatement
 from nxkernel_core.layout import Layout
 from nxkernel_core.shape import Shape
 from nxkernel_core.spec import Map, Plain
@@ -36,50 +33,25 @@ __all__ = ["FAMILY", "map_"]
 
 
 @functools.lru_cache(maxsize=1024)
-def _misfit(spec: Map, shapes: tuple[tuple[int, ...], ...], dst_shapes: tuple[tuple[int, ...], ...],
-            dsts: tuple[Dtype, ...], loads: tuple[Dtype, ...]) -> tuple[Answer | None, Shape]:
-    """The refusal for a call that does not fit (arity, loaded shapes, dtypes,
-    rank, destination shapes), else None and the loop's shape. Cached: the
-    answer depends only on these arguments, and a repeated call then skips
-    the checks."""
-    prog = spec.prog
-    if not shapes or len(shapes) != prog.n_ins or len(dsts) != prog.n_outs:
-        return Answer.BAD_ARITY, ()
+def _loop(spec: Map, shapes: tuple[tuple[int, ...], ...]) -> Shape:
+    """The loop's shape of a call that fits (``shape.map``), once per spec and
+    operands' shapes."""
     loaded = SH.map(spec, shapes)
-    if isinstance(loaded, SH.Error):
-        return Answer.SHAPE_MISMATCH, ()
-    loop = loaded[0]
-    refusal = SH.map_refusal(prog, len(loop), dsts, loads, spec.loads)
-    if refusal is not None:
-        return refusal[0], ()
-    if any(d != loop for d in dst_shapes):
-        return Answer.SHAPE_MISMATCH, ()
-    return None, loop
+    assert not isinstance(loaded, SH.Error)  # the call fits
+    return loaded[0]
 
 
-def map_(spec: Map, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def map_(spec: Map, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """``spec.prog`` at every index of the loop, operand ``i`` read by
-    ``spec.loads[i]``, output ``k`` into ``dsts[k]``.
+    ``spec.loads[i]``, output ``k`` into ``dsts[k]``, for a call that fits.
 
-    A call that does not fit answers its refusal before any claim or write. A
-    destination identical to a Plain operand reads as a fresh one would: each
-    box reads every operand before it writes there.
+    A destination identical to a Plain operand reads as a fresh one would:
+    each box reads every operand before it writes there.
     """
-    refusal, loop = _misfit(spec, tuple([a.layout.shape for a in operands]),
-                            tuple([d.layout.shape for d in dsts]), tuple([d.dtype for d in dsts]),
-                            tuple([a.dtype for a in operands]))
-    if refusal is not None:
-        return refusal
-    with door(dsts, operands, need_host=True) as claimed:
-        if claimed is not None:
-            return claimed
-        alias = False
-        for d in dsts:
-            for a, ld in zip(operands, spec.loads, strict=True):
-                if isinstance(ld, Plain) and d.identical(a):
-                    alias = True
-        _compute(spec, dsts, operands, program.compile(spec.prog), loop, alias)
-    return Answer.DONE
+    alias = any(isinstance(ld, Plain) and d.identical(a)
+                for d in dsts for a, ld in zip(operands, spec.loads, strict=True))
+    _compute(spec, dsts, operands, program.compile(spec.prog),
+             _loop(spec, tuple([a.layout.shape for a in operands])), alias)
 
 
 def _compute(spec: Map, dsts: Sequence[Array], operands: Sequence[Array], ev: program.Evaluator,
@@ -88,7 +60,7 @@ def _compute(spec: Map, dsts: Sequence[Array], operands: Sequence[Array], ev: pr
     ``loop``; ``alias`` says a destination is identical to a Plain operand."""
     if dsts[0].numel == 0:
         return
-    # A Plain operand has the loop's shape (_misfit checked it): its view.
+    # A Plain operand has the loop's shape (the call fits): its view.
     inputs = [views.read(a) if isinstance(ld, Plain) else load(a, ld, loop)
               for a, ld in zip(operands, spec.loads, strict=True)]
     targets: list[npt.NDArray[Any]] = []
@@ -107,13 +79,10 @@ def _compute(spec: Map, dsts: Sequence[Array], operands: Sequence[Array], ev: pr
 
 def prepare(spec: Map, dsts: tuple[tuple[Dtype, Layout], ...],
             operands: tuple[tuple[Dtype, Layout], ...]) -> Hook | None:
-    """``map_`` prepared for one signature (the caller's warm path): its fit
-    checked and its program compiled once; fresh destinations alias nothing."""
-    refusal, loop = _misfit(spec, tuple([lay.shape for _, lay in operands]),
-                            tuple([lay.shape for _, lay in dsts]), tuple([dt for dt, _ in dsts]),
-                            tuple([dt for dt, _ in operands]))
-    if refusal is not None:
-        return None
+    """``map_`` prepared for one signature of a call that fits (the caller's
+    warm path): its loop and program made once; fresh destinations alias
+    nothing."""
+    loop = _loop(spec, tuple([lay.shape for _, lay in operands]))
     ev = program.compile(spec.prog)
     n = math.prod(loop)
     if (0 < n <= ev.box and all(isinstance(ld, Plain) for ld in spec.loads)
@@ -141,12 +110,7 @@ def prepare(spec: Map, dsts: tuple[tuple[Dtype, Layout], ...],
     return hook
 
 
-def _declines(call: Call) -> str | None:
-    """The host library computes every map."""
-    return None
-
-
-STATEMENT: Final = KernelStatement(
+PROSE: Final = (
     "every program of upstream-facts §3 at every index of its loop, each operand read by a "
     "Plain or Padded load (lo, hi, negative crops, interior, windows), at every dtype: "
     "sub-byte operands and destinations packed, float16, bfloat16 and the float8/float4 "
@@ -157,8 +121,7 @@ STATEMENT: Final = KernelStatement(
     "give the reference's bits but for a NaN result's sign and payload; Copy, Bitcast and "
     "Where keep bits. Transcendentals, Pow and Atan2 are within the statement's ulps, C99 "
     "Annex F's special values exact (pow(x, ±0) = pow(1, y) = 1, a NaN operand included). "
-    "Declines nothing.",
-    _declines,
+    "Declines nothing."
 )
 
 
@@ -185,8 +148,7 @@ ALGORITHMS: Final = {
 }
 
 FAMILY: Final = Family(
-    kernels={"map": map_},
-    statements={"map": STATEMENT},
+    prose={"map": PROSE},
     algorithms=ALGORITHMS,
     prepared={"map": prepare},
     ulps=program.ULPS,

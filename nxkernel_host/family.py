@@ -1,9 +1,12 @@
-"""What a kernel family module of the host library provides.
+"""What a kernel family module of the host library states.
 
-Each family module (``elementwise``, ``reductions``, ``moves``, ...) exports a
-``FAMILY`` of this type: its kernels by name, each kernel's statement, and the
-parts of the library's statement the family states (association, algorithms,
-open choices, ulps). ``library`` assembles the families into one library.
+Each family module (``elementwise``, ``reductions``, ``moves``, ...) computes
+its kernels in hooks (``Hook``: a call that fits, the door passed; the
+``nxkernel_core.library.Library`` base class runs the fit, the declines and
+the door before them) and exports a ``FAMILY`` of this type: the statement's
+prose of each kernel and the parts of the library's statement the family
+states (association, algorithms, open choices, ulps), and the kernels the
+caller's warm path may call prepared. ``library`` ties them together.
 """
 
 from __future__ import annotations
@@ -12,21 +15,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, final
 
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
-from nxkernel_core.kernel import KernelStatement
 from nxkernel_core.layout import Layout
 
-#: A kernel: its spec, then its destinations, then its operands.
-Kernel = Callable[[Any, Sequence[Array], Sequence[Array]], Answer]
-
-#: A prepared kernel (the caller's ``Hook``): computes a call that fits into
-#: fresh C-contiguous destinations while the caller holds the claims.
+#: A hook, and a prepared kernel (the caller's ``Hook``): computes a call that
+#: fits into its destinations while the caller or the door holds the claims.
 Hook = Callable[[Any, Sequence[Array], Sequence[Array]], None]
 
-#: Prepares a kernel for one signature: the spec, the destinations' and the
-#: operands' (dtype, layout) pairs; a ``Hook`` where the call fits, else None.
+#: Prepares a kernel for one signature of a call that fits: the spec, the
+#: destinations' and the operands' (dtype, layout) pairs; a ``Hook``, or None
+#: where the kernel has no prepared form for it.
 Prepare = Callable[[Any, tuple[tuple[Dtype, Layout], ...], tuple[tuple[Dtype, Layout], ...]],
                    Hook | None]
 
@@ -34,15 +33,13 @@ Prepare = Callable[[Any, tuple[tuple[Dtype, Layout], ...], tuple[tuple[Dtype, La
 @final
 @dataclass(frozen=True)
 class Family:
-    """A family's kernels and statements; every kernel has a statement."""
+    """A family's statement parts and prepared kernels."""
 
-    kernels: Mapping[str, Kernel]
-    statements: Mapping[str, KernelStatement]
+    #: The statement's prose of each kernel the family computes.
+    prose: Mapping[str, str]
     association: Mapping[str, str] = field(default_factory=dict)
     algorithms: Mapping[str, str] = field(default_factory=dict)
     open_choices: Mapping[str, str] = field(default_factory=dict)
-    #: e(K, accumulator dtype), stated by the family that computes contractions.
-    error_factor: Callable[[int, Dtype], float] | None = None
     #: The kernels the caller's warm path may call prepared (see ``Prepare``).
     prepared: Mapping[str, Prepare] = field(default_factory=dict)
     #: The ulps of the inexact kinds (``Statement.ulps``), stated by the family
@@ -50,10 +47,5 @@ class Family:
     ulps: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if set(self.kernels) != set(self.statements):
-            raise ValueError(
-                f"Family: kernels {sorted(self.kernels)} and statements "
-                f"{sorted(self.statements)} differ"
-            )
-        if not set(self.prepared) <= set(self.kernels):
+        if not set(self.prepared) <= set(self.prose):
             raise ValueError(f"Family: prepared kernels {sorted(self.prepared)} are not all kernels")

@@ -25,12 +25,8 @@ import numpy as np
 import numpy.typing as npt
 import scipy.fft
 
-from nxkernel_core import fits
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
-from nxkernel_core.kernel import Call, KernelStatement
 
 from .family import Family
 from .views import read, store, target
@@ -58,19 +54,12 @@ def bound(points: int, u: float) -> float:
     return BOUND_C * (math.ceil(math.log2(max(points, 1))) + 1) * u * math.sqrt(points)
 
 
-def fft(spec: S.Fft, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def fft(spec: S.Fft, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """The unnormalised DFT of x along ``spec.axes``: Forward sums
     ``x[j]·e^(−2πi jk/n)``, Inverse ``x[j]·e^(+2πi jk/n)``. Operand: x."""
-    misfit = fits.fft_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
     (dst,), (x,) = dsts, operands
-    with door(dsts, operands, need_host=True) as refusal:
-        if refusal is not None:
-            return refusal
-        with np.errstate(all="ignore"):  # NaN and infinity are values, not errors
-            _transform(spec, dst, read(x))
-    return Answer.DONE
+    with np.errstate(all="ignore"):  # NaN and infinity are values, not errors
+        _transform(spec, dst, read(x))
 
 
 def _transform(spec: S.Fft, dst: Array, x: NDArray) -> None:
@@ -102,11 +91,6 @@ def _transform(spec: S.Fft, dst: Array, x: NDArray) -> None:
     store(dst, scipy.fft.irfftn(xc, s=s, axes=axes, norm="forward", overwrite_x=True, workers=1))
 
 
-def _computes_all(call: Call) -> str | None:
-    """The host computes every fitting transform."""
-    return None
-
-
 _PROSE: Final = (
     "every fitting case: C2c of complex64/complex128, R2c of float32/float64, C2r(n) into "
     "float32/float64, along any axes, forward or inverse, unnormalised, in the dtype's "
@@ -114,8 +98,7 @@ _PROSE: Final = (
 )
 
 FAMILY: Final = Family(
-    kernels={"fft": fft},
-    statements={"fft": KernelStatement(_PROSE, _computes_all)},
+    prose={"fft": _PROSE},
     association={
         "fft": "pocketfft's mixed-radix Cooley–Tukey passes (radix 2, 3, 4, 5, 7, 11; "
                "Bluestein for large prime factors) on one thread; several axes one after "

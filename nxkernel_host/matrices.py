@@ -30,16 +30,13 @@ import numpy.typing as npt
 from nxkernel_core import dtype as D
 from nxkernel_core import fits
 from nxkernel_core import spec as S
-from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
-from nxkernel_core.door import door
-from nxkernel_core.kernel import Call, KernelStatement
 
 from . import lapack
 from .family import Family
 from .views import read, store
 
-__all__ = ["FAMILY"]
+__all__ = ["FAMILY", "ROUTINES", "cholesky", "eig", "eigh", "lu", "qr", "solve_triangular", "svd"]
 
 NDArray = npt.NDArray[Any]
 
@@ -57,31 +54,20 @@ _COMPLEX: Final = {D.float32: D.complex64, D.float64: D.complex128,
 
 
 def _run(spec: Any, dsts: Sequence[Array], operands: Sequence[Array],
-         compute: Callable[[list[NDArray]], list[NDArray]]) -> Answer:
-    """Check the call, claim its arrays, and store ``compute``'s results (one per
-    destination, each ``[batch, ...]``) from the operands as ``[batch, m, n]``."""
-    misfit = fits.routine_misfit(spec, dsts, operands)
-    if misfit is not None:
-        return misfit
-    with door(dsts, operands, need_host=True) as refusal:
-        if refusal is not None:
-            return refusal
-        mats = [read(o) for o in operands]
-        mats = [m.reshape(math.prod(m.shape[:-2]), *m.shape[-2:]) for m in mats]
-        with np.errstate(all="ignore"):  # NaN is a value, not an error
-            results = compute(mats)
-        for d, r in zip(dsts, results, strict=True):
-            store(d, r.reshape(d.shape))
-    return Answer.DONE
+         compute: Callable[[list[NDArray]], list[NDArray]]) -> None:
+    """Store ``compute``'s results (one per destination, each ``[batch, ...]``)
+    from the operands as ``[batch, m, n]``, for a call that fits, the door
+    passed."""
+    mats = [read(o) for o in operands]
+    mats = [m.reshape(math.prod(m.shape[:-2]), *m.shape[-2:]) for m in mats]
+    with np.errstate(all="ignore"):  # NaN is a value, not an error
+        results = compute(mats)
+    for d, r in zip(dsts, results, strict=True):
+        store(d, r.reshape(d.shape))
 
 
 def _finite(m: NDArray) -> bool:
     return bool(np.isfinite(m).all())
-
-
-def _computes_all(call: Call) -> str | None:
-    """The host computes every fitting call of the routines."""
-    return None
 
 
 # --------------------------------------------------------------------------
@@ -89,7 +75,7 @@ def _computes_all(call: Call) -> str | None:
 # --------------------------------------------------------------------------
 
 
-def cholesky(spec: S.Cholesky, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def cholesky(spec: S.Cholesky, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """The factor of each Hermitian positive-definite matrix, lower (A = L Lᴴ)
     or upper (A = Uᴴ U), read from that triangle alone; the other is zero."""
 
@@ -107,7 +93,7 @@ def cholesky(spec: S.Cholesky, dsts: Sequence[Array], operands: Sequence[Array])
             out[t] = c if info == 0 else np.nan
         return [out]
 
-    return _run(spec, dsts, operands, compute)
+    _run(spec, dsts, operands, compute)
 
 
 # --------------------------------------------------------------------------
@@ -158,7 +144,7 @@ def _lu_batch(a: NDArray, piv: NDArray, perm: NDArray) -> None:
         _lu_one(a[t], piv[t], perm[t])
 
 
-def lu(spec: S.Lu, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def lu(spec: S.Lu, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """Partial-pivoting LU of each matrix: lu (unit-lower L below the diagonal,
     U on and above), pivots [k] (row j was swapped with row pivots[j]) and perm
     [m] (row i of L·U is row perm[i] of a)."""
@@ -173,7 +159,7 @@ def lu(spec: S.Lu, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
             _lu_batch(work, piv, perm)
         return [work, piv, perm]
 
-    return _run(spec, dsts, operands, compute)
+    _run(spec, dsts, operands, compute)
 
 
 # --------------------------------------------------------------------------
@@ -185,7 +171,7 @@ def _eye(batch: int, rows: int, cols: int, dtype: npt.DTypeLike) -> NDArray:
     return np.broadcast_to(np.eye(rows, cols, dtype=dtype), (batch, rows, cols)).copy()
 
 
-def qr(spec: S.Qr, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def qr(spec: S.Qr, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """a = q r for each matrix: reduced q [m, k] and r [k, n], or complete q
     [m, m] and r [m, n], by Householder reflections."""
 
@@ -219,10 +205,10 @@ def qr(spec: S.Qr, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
             q[t] = qt if info == 0 else np.nan
         return [q, r]
 
-    return _run(spec, dsts, operands, compute)
+    _run(spec, dsts, operands, compute)
 
 
-def svd(spec: S.Svd, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def svd(spec: S.Svd, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """a = u diag(s) vh for each matrix: s [k] descending (real), with reduced u
     [m, k] and vh [k, n], complete ones [m, m] and [n, n], or none."""
 
@@ -252,7 +238,7 @@ def svd(spec: S.Svd, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer
                     vh[t] = vt
         return [s] if spec.vectors is None else [u, s, vh]
 
-    return _run(spec, dsts, operands, compute)
+    _run(spec, dsts, operands, compute)
 
 
 # --------------------------------------------------------------------------
@@ -260,7 +246,7 @@ def svd(spec: S.Svd, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer
 # --------------------------------------------------------------------------
 
 
-def eigh(spec: S.Eigh, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def eigh(spec: S.Eigh, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """Eigenvalues w [n] (real, ascending) and, with vectors, v [n, n] (columns)
     of each Hermitian matrix, read from its lower triangle alone."""
 
@@ -283,10 +269,10 @@ def eigh(spec: S.Eigh, dsts: Sequence[Array], operands: Sequence[Array]) -> Answ
                     v[t] = vt
         return [w, v] if spec.vectors else [w]
 
-    return _run(spec, dsts, operands, compute)
+    _run(spec, dsts, operands, compute)
 
 
-def eig(spec: S.Eig, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer:
+def eig(spec: S.Eig, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """Eigenvalues w [n] (complex) and, with vectors, right eigenvectors v [n, n]
     (columns, unit 2-norm) of each square matrix."""
 
@@ -313,7 +299,7 @@ def eig(spec: S.Eig, dsts: Sequence[Array], operands: Sequence[Array]) -> Answer
                     v[t] = vt
         return [w, v] if spec.vectors else [w]
 
-    return _run(spec, dsts, operands, compute)
+    _run(spec, dsts, operands, compute)
 
 
 def _real_eigenvectors(wi: NDArray, vr: NDArray) -> NDArray:
@@ -338,7 +324,7 @@ def _real_eigenvectors(wi: NDArray, vr: NDArray) -> NDArray:
 
 
 def solve_triangular(spec: S.SolveTriangular, dsts: Sequence[Array],
-                     operands: Sequence[Array]) -> Answer:
+                     operands: Sequence[Array]) -> None:
     """x with op(a) x = b for each pair of matrices: a's lower (else upper)
     triangle read, op the transpose (not the conjugate transpose) where asked,
     a's diagonal read as ones where ``unit_diagonal``; NaN in the whole x of a
@@ -356,24 +342,20 @@ def solve_triangular(spec: S.SolveTriangular, dsts: Sequence[Array],
             x[t] = lapack.trsm(a[t], b[t], spec.lower, spec.transpose, spec.unit_diagonal)
         return [x]
 
-    return _run(spec, dsts, operands, compute)
+    _run(spec, dsts, operands, compute)
 
 
 # --------------------------------------------------------------------------
 # The family
 # --------------------------------------------------------------------------
 
+#: The routines, the kernels of this family.
+ROUTINES: Final = ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")
+
 _EVERY: Final = "every fitting call at float32, float64, complex64 and complex128, batched"
 
 FAMILY: Final = Family(
-    kernels={
-        "cholesky": cholesky, "lu": lu, "qr": qr, "svd": svd, "eigh": eigh, "eig": eig,
-        "solve_triangular": solve_triangular,
-    },
-    statements={
-        name: KernelStatement(f"{_EVERY}; other dtypes answer WRONG_DTYPE.", _computes_all)
-        for name in ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular")
-    },
+    prose={name: f"{_EVERY}; other dtypes answer WRONG_DTYPE." for name in ROUTINES},
     algorithms={
         "cholesky": "LAPACK ?potrf (the routines' instance) on the lower (upper) triangle alone, the other "
                     "triangle zero: L̂L̂ᴴ = A + ΔA, |ΔA| ≤ γ(n + 1)|L̂||L̂ᴴ| (Higham Thm 10.3). "

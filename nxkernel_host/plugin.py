@@ -12,6 +12,6 @@ from .library import library
 
 @hookimpl
 def nxkernel_libraries() -> list[Library]:
-    """The host library. Its kernel methods are attached from its families at
-    construction, so the protocol is checked at run time (tests/host/test_library.py)."""
+    """The host library (a ``nxkernel_core.library.Library``, which keeps the
+    protocol: tests/host/test_library.py)."""
     return [cast(Library, library)]

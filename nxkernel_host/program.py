@@ -12,7 +12,8 @@ Speed: an evaluator runs node by node with NumPy ufuncs writing into
 preallocated scratch buffers (``Scratch``), one per live node, reused once a
 node's last reader has run. ``map_into`` cuts a loop into boxes of about
 ``CHUNK_BYTES`` per temporary, so the temporaries stay in the core's L2 cache, and
-spreads the boxes over a thread pool (NumPy releases the GIL in its loops);
+spreads the boxes over the library's threads (``pool``; NumPy releases the
+GIL in its loops);
 every result depends only on its own index, so the bits do not depend on the
 boxes or the number of threads.
 """
@@ -20,13 +21,10 @@ boxes or the number of threads.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import math
-import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, final
 
@@ -47,6 +45,7 @@ from nxkernel_core.prog import (
 )
 
 from . import kinds as K
+from . import pool
 from .kinds import ULPS, Impl
 
 __all__ = [
@@ -60,7 +59,6 @@ __all__ = [
     "compile",
     "map_into",
     "quiet",
-    "threads",
 ]
 
 Arr = npt.NDArray[Any]
@@ -405,35 +403,7 @@ class Scratch:
 # Chunked, threaded loops
 # --------------------------------------------------------------------------
 
-_THREADS: Final[contextvars.ContextVar[int]] = contextvars.ContextVar(
-    "nxkernel_host_threads",
-    default=int(os.environ.get("NXKERNEL_THREADS", "0")) or len(os.sched_getaffinity(0)))
-_EXECUTOR: list[ThreadPoolExecutor] = []
-_EXECUTOR_LOCK: Final = threading.Lock()
 _LOCAL: Final = threading.local()
-
-
-@contextlib.contextmanager
-def threads(n: int) -> Iterator[None]:
-    """Run the loops started in this context on at most ``n`` threads (the
-    default is ``NXKERNEL_THREADS`` or the CPUs this process may use). The
-    results do not depend on it."""
-    if n < 1:
-        raise ValueError(f"program.threads: {n} threads; at least 1")
-    token = _THREADS.set(n)
-    try:
-        yield
-    finally:
-        _THREADS.reset(token)
-
-
-def _executor() -> ThreadPoolExecutor:
-    with _EXECUTOR_LOCK:
-        if not _EXECUTOR:
-            _EXECUTOR.append(ThreadPoolExecutor(
-                max_workers=max(1, len(os.sched_getaffinity(0))),
-                thread_name_prefix="nxkernel-host"))
-        return _EXECUTOR[0]
 
 
 def _scratch(capacity: int) -> Scratch:
@@ -591,11 +561,11 @@ def map_into(ev: Evaluator, inputs: Sequence[Arr], shape: Sequence[int],
             _box(ev, inputs, targets, shp, None, _scratch(ev.box), alias)
         return
     work = _Boxes(boxes(shp, ev.box))
-    n = min(_THREADS.get(), len(work.boxes))
+    n = min(pool.count(), len(work.boxes))
     if n > 1 and math.prod(shape) >= PARALLEL_MIN:
-        pool = _executor()
+        executor = pool.pool(n)
         for _ in range(n - 1):
-            pool.submit(_run_boxes, ev, inputs, targets, work, alias)
+            executor.submit(_run_boxes, ev, inputs, targets, work, alias)
     # Below PARALLEL_MIN the calling thread alone takes every box: handing
     # work to another thread would cost more than it saves.
     _run_boxes(ev, inputs, targets, work, alias)

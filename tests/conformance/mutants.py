@@ -19,11 +19,19 @@ import numpy as np
 import pytest
 
 import nxkernel_core.door as DOOR
+import nxkernel_core.library as LIB
 import nxkernel_host.attention as A
 import nxkernel_host.contraction as C
+import nxkernel_host.fold as FO
+import nxkernel_host.gathers as G
 import nxkernel_host.lanes as L
-import nxkernel_host.moves as M
-import nxkernel_host.reductions as R
+import nxkernel_host.movebits as MB
+import nxkernel_host.network as N
+import nxkernel_host.pool as P
+import nxkernel_host.reduce as R
+import nxkernel_host.rowterms as RT
+import nxkernel_host.scan as SC
+import nxkernel_host.sorts as SO
 from nxkernel_core import dtype as D
 from nxkernel_core import fits
 from nxkernel_core import spec as S
@@ -75,11 +83,12 @@ def _signed_zero_fixup_off(mp: pytest.MonkeyPatch) -> None:
 
 def _split_later_wins(mp: pytest.MonkeyPatch) -> None:
     # The split runs where a kernel call may use two threads or more.
-    mp.setattr(L, "_workers", max(2, L.workers()))
+    threads = max(2, P.count())
+    mp.setattr(P, "count", lambda: threads)
 
     def split(c: Arr, is_max: bool) -> Arr:
         n = c.shape[1]
-        spans = L.spans(n, max(2, L.parts_for(n, n)))
+        spans = P.spans(n, max(2, P.parts_for(n, n)))
         cand = np.array([a + int(R._float_positions(c[:, a:b], is_max)[0]) for a, b in spans])
         keys = R._keys(c[:, cand], D.float32 if c.dtype == np.float32 else D.float64, is_max)[0]
         # The later span's winner kept on a tie.
@@ -94,7 +103,7 @@ def _moments_one_pass(mp: pytest.MonkeyPatch) -> None:
         r, n = rows.shape
         if n == 0:
             return np.full(r, np.nan), np.full(r, np.nan)
-        c = R._float_terms(rows, term).astype(np.float64)
+        c = RT._float_terms(rows, term).astype(np.float64)
         with np.errstate(all="ignore"):
             mean = R.lane_sum(c, np.float64) / n
             square = R.lane_sum(c * c, np.float64) / n
@@ -158,7 +167,7 @@ def _max_ignores_nan(mp: pytest.MonkeyPatch) -> None:
 
 
 def _int4_saturates(mp: pytest.MonkeyPatch) -> None:
-    real = R._wrap
+    real = RT._wrap
 
     def wrap(dt: D.Dtype, v: Arr) -> Arr:
         if dt is D.int4:
@@ -184,7 +193,7 @@ def _logsumexp_unshifted(mp: pytest.MonkeyPatch) -> None:
         r, n = rows.shape
         if n == 0:
             return np.full(r, -np.inf)
-        c = R._float_terms(rows, term)
+        c = RT._float_terms(rows, term)
         with np.errstate(all="ignore"):
             out: Arr = np.log(R.lane_sum(np.exp(c), c.dtype, np.float64))
         return out
@@ -197,7 +206,7 @@ def _logsumexp_shift_by_infinity(mp: pytest.MonkeyPatch) -> None:
         r, n = rows.shape
         if n == 0:
             return np.full(r, -np.inf)
-        c = R._float_terms(rows, term)
+        c = RT._float_terms(rows, term)
         m = np.max(c, axis=1)
         with np.errstate(all="ignore"):
             s = R.lane_sum(np.exp(c - m[:, None]), c.dtype, np.float64)
@@ -217,7 +226,7 @@ def _scan_by_cumsum(mp: pytest.MonkeyPatch) -> None:
         if states.size:
             (np.cumprod if mul else np.cumsum)(states, axis=1, out=out)
 
-    mp.setattr(L, "real_scan", real_scan)
+    mp.setattr(N, "real_scan", real_scan)
 
 
 def _scan_arg_later_equal(mp: pytest.MonkeyPatch) -> None:
@@ -230,7 +239,7 @@ def _scan_arg_later_equal(mp: pytest.MonkeyPatch) -> None:
         out: Arr = np.maximum.accumulate(np.where(new, np.arange(m), 0), axis=1)
         return out
 
-    mp.setattr(R, "_running_positions", running)
+    mp.setattr(SC, "_running_positions", running)
 
 
 def _kernel_wrapper(mp: pytest.MonkeyPatch, kernel: str,
@@ -262,7 +271,7 @@ def _scan_sum_from_first_term(mp: pytest.MonkeyPatch) -> None:
     def from_first(states: Arr, rows: Arr) -> Arr:
         return states  # state 0 is term 0 itself: a −0 first term stays −0
 
-    mp.setattr(R, "_from_positive_zero", from_first)
+    mp.setattr(SC, "_from_positive_zero", from_first)
 
 
 # --------------------------------------------------------------------------
@@ -284,9 +293,9 @@ def _fold_values_mutant(narrow_in_own: bool, reverse_taps: bool) -> Callable[...
                 d, lo, interior = spec.shape[ax], pad.lo[ax], pad.interior[ax]
                 if ax in window:
                     k, w = window[ax]
-                    cut = R._taps(d, lo, interior, xv.shape[ax], w.step, taps[k], w.dilation)
+                    cut = FO._taps(d, lo, interior, xv.shape[ax], w.step, taps[k], w.dilation)
                 else:
-                    cut = R._taps(d, lo, interior, xv.shape[ax], 1, 0, 0)
+                    cut = FO._taps(d, lo, interior, xv.shape[ax], 1, 0, 0)
                 if cut is None:
                     break
                 dst_index.append(cut[0])
@@ -295,20 +304,20 @@ def _fold_values_mutant(narrow_in_own: bool, reverse_taps: bool) -> Callable[...
                 with np.errstate(all="ignore"):
                     acc[tuple(dst_index)] += xv[(*src_index, *taps)].astype(acc_dt, copy=False)
         if dt.is_float:
-            return R._round(dt, acc if acc.dtype in (np.float32, np.float64) else acc.astype(np.float32))
+            return RT._round(dt, acc if acc.dtype in (np.float32, np.float64) else acc.astype(np.float32))
         if dt.is_int:
-            return R._wrap(dt, acc)
+            return RT._wrap(dt, acc)
         return acc
 
     return fold_values
 
 
 def _fold_narrow_in_own(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(R, "_fold_values", _fold_values_mutant(True, False))
+    mp.setattr(FO, "_fold_values", _fold_values_mutant(True, False))
 
 
 def _fold_taps_reversed(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(R, "_fold_values", _fold_values_mutant(False, True))
+    mp.setattr(FO, "_fold_values", _fold_values_mutant(False, True))
 
 
 # --------------------------------------------------------------------------
@@ -328,7 +337,7 @@ def _scatter_add_reversed(mp: pytest.MonkeyPatch) -> None:
                     if 0 <= p < d:
                         dst[o, p, k] = (zero + dst[o, p, k]) + updates[o, i, k]
 
-    mp.setattr(M, "_scatter_add_loop", loop)
+    mp.setattr(G, "_scatter_add_loop", loop)
 
 
 def _scatter_set_first_wins(mp: pytest.MonkeyPatch) -> None:
@@ -342,17 +351,17 @@ def _scatter_set_first_wins(mp: pytest.MonkeyPatch) -> None:
                     if 0 <= p < d:
                         dst[o, p, k] = updates[o, i, k]
 
-    mp.setattr(M, "_scatter_set_loop", loop)
+    mp.setattr(G, "_scatter_set_loop", loop)
 
 
 def _scatter_min_loses_nan(mp: pytest.MonkeyPatch) -> None:
-    real = M._scatter_extreme_loop
+    real = G._scatter_extreme_loop
 
     def loop(cur1: Arr, cur2: Arr, index: Arr, upd1: Arr, upd2: Arr, winner: Arr, maximum: bool,
              has_nan: bool, nan_key: Any) -> None:
         real(cur1, cur2, index, upd1, upd2, winner, maximum, False, nan_key)
 
-    mp.setattr(M, "_scatter_extreme_loop", loop)
+    mp.setattr(G, "_scatter_extreme_loop", loop)
 
 
 def _gather_clamps(mp: pytest.MonkeyPatch) -> None:
@@ -364,7 +373,7 @@ def _gather_clamps(mp: pytest.MonkeyPatch) -> None:
         p = np.clip(index, 0, d - 1)
         out[...] = np.take_along_axis(x, p, axis=1)
 
-    mp.setattr(M, "_gather_loop", loop)
+    mp.setattr(G, "_gather_loop", loop)
 
 
 def _range_gather_clamps(mp: pytest.MonkeyPatch) -> None:
@@ -377,7 +386,7 @@ def _range_gather_clamps(mp: pytest.MonkeyPatch) -> None:
             p = np.clip(starts + j, 0, d - 1)
             out[:, :, j, :] = np.take_along_axis(x, p, axis=1)
 
-    mp.setattr(M, "_range_gather_loop", loop)
+    mp.setattr(G, "_range_gather_loop", loop)
 
 
 def _sort_descending_reversed(mp: pytest.MonkeyPatch) -> None:
@@ -407,36 +416,36 @@ def _sort_descending_reversed(mp: pytest.MonkeyPatch) -> None:
 
 
 def _sort_nan_first(mp: pytest.MonkeyPatch) -> None:
-    real = M._float_keys
+    real = MB._float_keys
 
     def keys(u: Arr, dt: D.Dtype) -> Arr:
         key = real(u, dt)
         ones = key.dtype.type((1 << dt.bits) - 1)
         return np.where(key == ones, key.dtype.type(0), key)
 
-    mp.setattr(M, "_float_keys", keys)
+    mp.setattr(MB, "_float_keys", keys)
 
 
 def _sort_zeros_equal(mp: pytest.MonkeyPatch) -> None:
-    real = M._float_keys
+    real = MB._float_keys
 
     def keys(u: Arr, dt: D.Dtype) -> Arr:
         neg_zero = u.dtype.type(1 << (dt.bits - 1))
         return real(np.where(u == neg_zero, u.dtype.type(0), u), dt)
 
-    mp.setattr(M, "_float_keys", keys)
+    mp.setattr(MB, "_float_keys", keys)
 
 
 def _sort_unstable(mp: pytest.MonkeyPatch) -> None:
-    real = M._argsort
+    real = SO._argsort
 
     def argsort(key: Arr, take: int) -> Arr:
-        if key.shape[1] >= M._RADIX_MIN:
+        if key.shape[1] >= SO.RADIX_MIN:
             return real(key, take)
         out: Arr = np.argsort(key, axis=1, kind="quicksort")[:, :take]
         return out
 
-    mp.setattr(M, "_argsort", argsort)
+    mp.setattr(SO, "_argsort", argsort)
 
 
 def _radix_unstable(mp: pytest.MonkeyPatch) -> None:
@@ -444,8 +453,8 @@ def _radix_unstable(mp: pytest.MonkeyPatch) -> None:
         order = np.argsort(keys, axis=1, kind="quicksort")
         out[...] = order[:, :out.shape[1]]
 
-    mp.setattr(M, "_radix32_loop", radix)
-    mp.setattr(M, "_radix64_loop", radix)
+    mp.setattr(SO, "_radix32_loop", radix)
+    mp.setattr(SO, "_radix64_loop", radix)
 
 
 def _top_k_later_equals(mp: pytest.MonkeyPatch) -> None:
@@ -458,16 +467,16 @@ def _top_k_later_equals(mp: pytest.MonkeyPatch) -> None:
             # The last of the k-th key's equals, not the first.
             out[r] = np.sort(np.concatenate([below, equal[len(equal) - (k - len(below)):]]))
 
-    mp.setattr(M, "_choose_loop", choose)
+    mp.setattr(SO, "_choose_loop", choose)
 
 
 def _numbering_side_swapped(mp: pytest.MonkeyPatch) -> None:
-    real = M._numbering_loop
+    real = SO._numbering_loop
 
     def loop(k1: Arr, k2: Arr, x1: Arr, x2: Arr, right: bool, out: Arr) -> None:
         real(k1, k2, x1, x2, not right, out)
 
-    mp.setattr(M, "_numbering_loop", loop)
+    mp.setattr(SO, "_numbering_loop", loop)
 
 
 def _assemble_first_wins(mp: pytest.MonkeyPatch) -> None:
@@ -488,7 +497,7 @@ def _assemble_first_wins(mp: pytest.MonkeyPatch) -> None:
 def _contract_zeroes_before_decline(mp: pytest.MonkeyPatch) -> None:
     def contract(real: Callable[..., Answer], spec: S.Contract, dsts: Sequence[Array],
                  operands: Sequence[Array]) -> Answer:
-        misfit = C._misfit(spec, dsts, operands)
+        misfit = LIB.misfit("contract", spec, dsts, operands)
         if misfit is not None:
             return misfit
         with door(dsts, operands, need_host=True) as refusal:

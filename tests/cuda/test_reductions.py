@@ -282,7 +282,7 @@ def test_empty_reductions_are_their_identities(dev: CudaRig) -> None:
 # --------------------------------------------------------------------------
 
 def test_reductions_and_scans_have_the_host_librarys_bits(dev: CudaRig) -> None:
-    from nxkernel_host import reductions as host_reductions
+    from nxkernel_host.library import library as host_library
 
     for dt in (D.float32, D.float64):
         ident = programs.identity(dt)
@@ -297,7 +297,7 @@ def test_reductions_and_scans_have_the_host_librarys_bits(dev: CudaRig) -> None:
             answer, ours = run(spec, [on(dev, a) for a in arrays], spec.result_dtypes())
             assert answer is Answer.DONE
             theirs = [Array.empty(d, o.shape, host) for d, o in zip(spec.result_dtypes(), ours, strict=True)]
-            kernel = host_reductions.reduce if isinstance(spec, S.Reduce) else host_reductions.scan
+            kernel = host_library.reduce if isinstance(spec, S.Reduce) else host_library.scan
             assert kernel(spec, theirs, [Array.from_numpy(a, host) for a in arrays]) is Answer.DONE
             for o, t, d in zip(ours, theirs, spec.result_dtypes(), strict=True):
                 assert same_bits(o, t.to_numpy(), d, nan_equal=True), (dt, spec)

@@ -26,14 +26,14 @@ from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.layout import Broadcast, Permute
 from nxkernel_core.prog import Builder, Prog, Value
-from nxkernel_host import attention as A
-from nxkernel_host import lanes
+from nxkernel_host import attnplan as A
+from nxkernel_host import threads
 from nxkernel_host.attention import FAMILY
 from nxkernel_host.library import library
 
 NDArray = np.ndarray[Any, Any]
 LD = np.longdouble
-attention = FAMILY.kernels["attention"]
+attention = library.attention
 
 # --------------------------------------------------------------------------
 # Programs
@@ -603,11 +603,8 @@ def test_one_and_two_threads_give_the_same_bits() -> None:
     spec = S.Attention(program(D.float32, causal(tk - tq)), (), 0.25, D.float32, S.Dense())
     outs = []
     for n in (1, 2):
-        previous = lanes.set_workers(n)
-        try:
+        with threads(n):
             outs.append(run(spec, [q, k, v], D.float32))
-        finally:
-            lanes.set_workers(previous)
     np.testing.assert_array_equal(outs[0][0], outs[1][0])
     np.testing.assert_array_equal(outs[0][1], outs[1][1])
 
@@ -640,7 +637,7 @@ def test_a_misfit_call_answers_a_refusal_and_writes_nothing() -> None:
 
 
 def test_the_statement() -> None:
-    st = FAMILY.statements["attention"]
+    st = library.statement.computes["attention"]
     q, k, v = (Array.from_numpy(data(s)) for s in [(1, 3, 4), (1, 5, 4), (1, 5, 2)])
     call = Call("attention", S.Attention(program(D.float32), (), 1.0, D.float32, S.Dense()),
                 (Array.empty(D.float32, (1, 3, 2)), Array.empty(D.float32, (1, 3))), (q, k, v))

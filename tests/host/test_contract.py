@@ -30,15 +30,17 @@ from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, check_error_factor, gamma, unit_roundoff
+from nxkernel_core.layout import Range, Slice
 from nxkernel_host import blas
-from nxkernel_host.contraction import FAMILY, error_factor
+from nxkernel_host.contraction import error_factor
+from nxkernel_host.library import library
 
 from .layouts import LAYOUTS, placed
 
 NDArray = np.ndarray[Any, Any]
 EXAMPLES = settings(max_examples=25, deadline=None)
 FLOAT_ACCS = (D.float32, D.float64, D.complex64, D.complex128)
-contract = FAMILY.kernels["contract"]
+contract = library.contract
 
 
 def bits(a: NDArray) -> bytes:
@@ -524,7 +526,7 @@ def test_declines_are_stated_and_come_before_any_write(name: str, spec: S.Contra
            zip(op_shapes, dts, strict=True)]
     dst = Array.from_numpy(np.full((2, 2), 7).astype(dst_dt.numpy_dtype), dtype=dst_dt)
     before = bits(dst.to_numpy())
-    assert FAMILY.statements["contract"].declines(Call("contract", spec, (dst,), tuple(ops)))
+    assert library.statement.computes["contract"].declines(Call("contract", spec, (dst,), tuple(ops)))
     assert contract(spec, [dst], ops) is Answer.DECLINED
     assert bits(dst.to_numpy()) == before
 
@@ -533,7 +535,7 @@ def test_fitting_cases_are_not_declined() -> None:
     spec = S.Contract((), ((1, 0),), D.float32, init=True)
     ops = (Array.empty(D.bfloat16, (2, 3)), Array.empty(D.int16, (3, 2)),
            Array.empty(D.float64, (2, 2)))
-    assert FAMILY.statements["contract"].declines(
+    assert library.statement.computes["contract"].declines(
         Call("contract", spec, (Array.empty(D.float16, (2, 2)),), ops)) is None
 
 
@@ -561,7 +563,7 @@ _THREADS_SCRIPT = textwrap.dedent("""
     import numpy as np
     from nxkernel_core import dtype as D, spec as S
     from nxkernel_core.array import Array
-    from nxkernel_host.contraction import FAMILY
+    from nxkernel_host.library import library
     rng = np.random.default_rng(0)
     out = {}
     for dt, (m, k, n) in [(np.float32, (130, 777, 300)), (np.float64, (70, 3001, 90)),
@@ -571,8 +573,8 @@ _THREADS_SCRIPT = textwrap.dedent("""
         b = rng.standard_normal((k, n)).astype(dt)
         d = D.of_numpy(dt)
         dst = Array.empty(d, (m, n))
-        FAMILY.kernels["contract"](S.Contract((), ((1, 0),), d), [dst],
-                                   [Array.from_numpy(a), Array.from_numpy(b)])
+        library.contract(S.Contract((), ((1, 0),), d), [dst],
+                         [Array.from_numpy(a), Array.from_numpy(b)])
         key = f"{np.dtype(dt).name} {m}x{k}x{n}"
         out["ours " + key] = hashlib.sha1(dst.to_numpy().tobytes()).hexdigest()
         out["numpy " + key] = hashlib.sha1((a @ b).tobytes()).hexdigest()
@@ -659,3 +661,18 @@ def test_two_runs_give_the_same_bits() -> None:
         run(spec, dst, [Array.from_numpy(a), Array.from_numpy(b)])
         digests.add(hashlib.sha1(dst.to_numpy().tobytes()).hexdigest())
     assert len(digests) == 1
+
+
+def test_a_strided_destination_gets_the_contiguous_ones_bits() -> None:
+    rng = np.random.default_rng(5)
+    a = Array.from_numpy(rng.standard_normal((4, 5)).astype(np.float32))
+    b = Array.from_numpy(rng.standard_normal((5, 3)).astype(np.float32))
+    spec = S.Contract((), ((1, 0),), D.float32)
+    whole = Array.empty(D.float32, (4, 3))
+    assert contract(spec, [whole], [a, b]) is Answer.DONE
+    # Every other column of a wider buffer: BLAS cannot write it in place.
+    wide = Array.from_numpy(np.zeros((4, 6), np.float32))
+    strided = wide.view(Slice((Range(0, 4), Range(0, 3, 2))))
+    assert not strided.layout.is_contiguous()
+    assert contract(spec, [strided], [a, b]) is Answer.DONE
+    assert bits(strided.to_numpy()) == bits(whole.to_numpy())

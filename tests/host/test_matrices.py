@@ -28,7 +28,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.layout import Permute
-from nxkernel_host.matrices import FAMILY
+from nxkernel_host.library import library
 
 NDArray = np.ndarray[Any, Any]
 DTYPES = (D.float32, D.float64, D.complex64, D.complex128)
@@ -42,7 +42,7 @@ ids = lambda d: d.name  # noqa: E731
 def call(name: str, spec: Any, dts: Sequence[tuple[Dtype, tuple[int, ...]]],
          ops: Sequence[Array]) -> list[NDArray]:
     dsts = [Array.empty(dt, shape) for dt, shape in dts]
-    assert FAMILY.kernels[name](spec, dsts, list(ops)) is Answer.DONE
+    assert getattr(library, name)(spec, dsts, list(ops)) is Answer.DONE
     return [d.to_numpy() for d in dsts]
 
 
@@ -381,21 +381,21 @@ def test_solve_triangular_reads_its_triangle(dt: Dtype, lower: bool, transpose: 
 def test_misfits_are_refused_and_nothing_is_declined() -> None:
     a = Array.from_numpy(np.eye(3, dtype=np.float16))
     dst = Array.empty(D.float16, (3, 3))
-    assert FAMILY.kernels["cholesky"](S.Cholesky(), [dst], [a]) is Answer.WRONG_DTYPE
+    assert library.cholesky(S.Cholesky(), [dst], [a]) is Answer.WRONG_DTYPE
     a64 = Array.from_numpy(np.eye(3))
-    assert FAMILY.kernels["cholesky"](S.Cholesky(), [Array.empty(D.float32, (3, 3))],
+    assert library.cholesky(S.Cholesky(), [Array.empty(D.float32, (3, 3))],
                                       [a64]) is Answer.WRONG_DTYPE
-    assert FAMILY.kernels["cholesky"](S.Cholesky(), [Array.empty(D.float64, (3, 2))],
+    assert library.cholesky(S.Cholesky(), [Array.empty(D.float64, (3, 2))],
                                       [a64]) is Answer.SHAPE_MISMATCH
-    assert FAMILY.kernels["lu"](S.Lu(), [Array.empty(D.float64, (3, 3))], [a64]) \
+    assert library.lu(S.Lu(), [Array.empty(D.float64, (3, 3))], [a64]) \
         is Answer.BAD_ARITY
     b32 = Array.from_numpy(np.ones((3, 1), np.float32))
-    assert FAMILY.kernels["solve_triangular"](S.SolveTriangular(), [Array.empty(D.float32,
+    assert library.solve_triangular(S.SolveTriangular(), [Array.empty(D.float32,
                                                                                  (3, 1))],
                                               [a64, b32]) is Answer.WRONG_DTYPE
     for name in ("cholesky", "lu", "qr", "svd", "eigh", "eig", "solve_triangular"):
         spec = S.KERNELS[name]()
-        assert FAMILY.statements[name].declines(Call(name, spec, (a64,), (a64,))) is None
+        assert library.statement.computes[name].declines(Call(name, spec, (a64,), (a64,))) is None
 
 
 _THREADS_SCRIPT = textwrap.dedent("""
@@ -403,7 +403,7 @@ _THREADS_SCRIPT = textwrap.dedent("""
     import numpy as np
     from nxkernel_core import dtype as D, spec as S
     from nxkernel_core.array import Array
-    from nxkernel_host.matrices import FAMILY
+    from nxkernel_host.library import library
     rng = np.random.default_rng(0)
     n = 400
     a = rng.standard_normal((n, n))
@@ -419,7 +419,7 @@ _THREADS_SCRIPT = textwrap.dedent("""
         dsts = [Array.empty(dt, s) for dt, s in dts]
         ops = [Array.from_numpy(m)] if m is not None else [Array.from_numpy(np.tril(h)),
                                                            Array.from_numpy(a[:, :300].copy())]
-        FAMILY.kernels[name](spec, dsts, ops)
+        getattr(library, name)(spec, dsts, ops)
         out[name] = hashlib.sha1(b"".join(d.to_numpy().tobytes() for d in dsts)).hexdigest()
     json.dump(out, sys.stdout)
 """)
@@ -443,19 +443,19 @@ import hashlib, json, sys
 import numpy as np
 from nxkernel_core import dtype as D, spec as S
 from nxkernel_core.array import Array
-from nxkernel_host.matrices import FAMILY
+from nxkernel_host.library import library
 rng = np.random.default_rng(0)
 a = rng.integers(-3, 4, (300, 300)).astype(np.float64) + rng.standard_normal((300, 300)) / 8
 m = rng.integers(-3, 4, (300, 300)).astype(np.float64)
 h = m @ m.T + 300 * np.eye(300)  # integers: the same bits whatever NumPy's BLAS threads
-k = FAMILY.kernels
 sq, sq2, vec = (Array.empty(D.float64, (300, 300)), Array.empty(D.float64, (300, 300)),
                 Array.empty(D.float64, (300,)))
+k = library
 out = {}
-for name, call, dsts in [("cholesky", lambda: k["cholesky"](S.Cholesky(), [sq], [Array.from_numpy(h)]), [sq]),
-                         ("qr", lambda: k["qr"](S.Qr(), [sq, sq2], [Array.from_numpy(a)]), [sq, sq2]),
-                         ("eigh", lambda: k["eigh"](S.Eigh(), [vec, sq], [Array.from_numpy(h)]), [vec, sq]),
-                         ("svd", lambda: k["svd"](S.Svd(), [sq, vec, sq2], [Array.from_numpy(a)]),
+for name, call, dsts in [("cholesky", lambda: k.cholesky(S.Cholesky(), [sq], [Array.from_numpy(h)]), [sq]),
+                         ("qr", lambda: k.qr(S.Qr(), [sq, sq2], [Array.from_numpy(a)]), [sq, sq2]),
+                         ("eigh", lambda: k.eigh(S.Eigh(), [vec, sq], [Array.from_numpy(h)]), [vec, sq]),
+                         ("svd", lambda: k.svd(S.Svd(), [sq, vec, sq2], [Array.from_numpy(a)]),
                           [sq, vec, sq2])]:
     call()
     out[name] = hashlib.sha1(b"".join(d.to_numpy().tobytes() for d in dsts)).hexdigest()

@@ -26,7 +26,8 @@ from nxkernel_core.dtype import Dtype, Kind
 from nxkernel_core.kernel import Call
 from nxkernel_core.layout import Broadcast, Range
 from nxkernel_core.prog import bits
-from nxkernel_host.moves import FAMILY
+from nxkernel_host import moves
+from nxkernel_host.library import library
 
 from . import layouts
 
@@ -36,7 +37,8 @@ EXAMPLES = settings(max_examples=10, deadline=None)
 
 
 def kernel(name: str) -> Callable[[Any, Sequence[Array], Sequence[Array]], Answer]:
-    return FAMILY.kernels[name]
+    kernel: Callable[..., Answer] = getattr(library, name)
+    return kernel
 
 
 # --------------------------------------------------------------------------
@@ -646,7 +648,7 @@ def test_a_call_that_does_not_fit_is_refused_and_writes_nothing(
 
 def test_the_moves_decline_nothing_and_state_every_kernel() -> None:
     names = {"gather", "range_gather", "scatter", "sort", "numbering", "assemble"}
-    assert set(FAMILY.kernels) == names
+    assert set(moves.FAMILY.prose) == names
     x = Array.from_numpy(np.zeros(3, np.float32))
     call = Call("sort", S.Sort(0), (x, Array.empty(D.int64, (3,))), (x,))
-    assert all(FAMILY.statements[n].declines(call) is None for n in names)
+    assert all(library.statement.computes[n].declines(call) is None for n in names)

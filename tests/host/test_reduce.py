@@ -25,7 +25,7 @@ from nxkernel_core.layout import Broadcast, Permute, Range, Slice, Window
 from nxkernel_core.orders import lane_reduce
 from nxkernel_core.prog import Binary, Prog
 from nxkernel_core.reference import evaluate
-from nxkernel_host import lanes
+from nxkernel_host import threads
 from nxkernel_host.library import library
 
 SUM, PROD, MAX, MIN = S.Monoid.SUM, S.Monoid.PROD, S.Monoid.MAX, S.Monoid.MIN
@@ -357,12 +357,9 @@ def test_one_and_two_threads_give_identical_bits() -> None:
     y = spread(rng, (300, 2000), np.float64)
     results = []
     for n in (1, 2):
-        previous = lanes.set_workers(n)
-        try:
+        with threads(n):
             results.append(reduce(Array.from_numpy(x), (1,), ALL)
                            + reduce(Array.from_numpy(y), (1,), [(r, 0, D.float64) for r, _, _ in ALL]))
-        finally:
-            lanes.set_workers(previous)
     assert all(bits(a) == bits(b) for a, b in zip(*results, strict=True))
 
 

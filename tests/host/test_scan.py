@@ -22,7 +22,7 @@ from nxkernel_core.layout import Permute, Range, Slice
 from nxkernel_core.orders import depth, odd_even_scan
 from nxkernel_core.prog import Binary, Prog
 from nxkernel_core.reference import evaluate
-from nxkernel_host import lanes
+from nxkernel_host import threads
 from nxkernel_host.library import library
 
 SUM, PROD, MAX, MIN = S.Monoid.SUM, S.Monoid.PROD, S.Monoid.MAX, S.Monoid.MIN
@@ -310,11 +310,8 @@ def test_layouts_axes_and_threads_give_identical_bits() -> None:
     long = spread(rng, (1, 400_000), np.float32)
     results = []
     for n in (1, 2):
-        previous = lanes.set_workers(n)
-        try:
+        with threads(n):
             results.append(scan(Array.from_numpy(long), 1, SUM)[0])
-        finally:
-            lanes.set_workers(previous)
     assert bits(results[0]) == bits(results[1])
 
 

@@ -1,0 +1,364 @@
+"""The host library's gather, range gather, scatter and assemble hooks.
+
+Each copies bits (``movebits``) into its destination, for a call that fits,
+the door passed. The loops run serially, in C order of the updates where
+order matters, so results do not depend on threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from nxkernel_core import dtype as D
+from nxkernel_core import spec as S
+from nxkernel_core.array import Array
+from nxkernel_core.dtype import Dtype, Kind
+from nxkernel_core.layout import Range
+from nxkernel_core.prog import element
+
+from .movebits import (
+    _bits,
+    _compiled,
+    _has_nan,
+    _key_pair,
+    _Loop,
+    _nan_width,
+    _parts,
+    _split,
+    _split_out,
+    _written,
+)
+from .views import read, target
+
+__all__ = ["assemble", "gather", "range_gather", "scatter"]
+
+NDArray = npt.NDArray[Any]
+
+
+@_compiled
+def _gather_row(x: NDArray, index: NDArray, out: NDArray) -> None:
+    d = x.shape[0]
+    for i in range(index.shape[0]):
+        p = index[i]
+        if 0 <= p < d:
+            out[i] = x[p]
+        else:
+            out[i] = 0
+
+
+@_Loop
+def _gather_loop(x: NDArray, index: NDArray, out: NDArray) -> None:
+    outer, n, inner = index.shape
+    d = x.shape[1]
+    for o in range(outer):
+        if inner == 1:
+            _gather_row(x[o, :, 0], index[o, :, 0], out[o, :, 0])
+            continue
+        for i in range(n):
+            for k in range(inner):
+                p = index[o, i, k]
+                if 0 <= p < d:
+                    out[o, i, k] = x[o, p, k]
+                else:
+                    out[o, i, k] = 0
+
+
+@_Loop
+def _range_gather_loop(x: NDArray, starts: NDArray, out: NDArray) -> None:
+    outer, n, inner = starts.shape
+    run = out.shape[2]
+    d = x.shape[1]
+    for o in range(outer):
+        for i in range(n):
+            for j in range(run):
+                for k in range(inner):
+                    s = starts[o, i, k]
+                    # s + j lies in [0, d), compared without overflowing int64.
+                    if -j <= s < d - j:
+                        out[o, i, j, k] = x[o, s + j, k]
+                    else:
+                        out[o, i, j, k] = 0
+
+
+@_compiled
+def _scatter_set_row(dst: NDArray, index: NDArray, updates: NDArray) -> None:
+    d = dst.shape[0]
+    for i in range(index.shape[0]):
+        p = index[i]
+        if 0 <= p < d:
+            dst[p] = updates[i]
+
+
+@_Loop
+def _scatter_set_loop(dst: NDArray, index: NDArray, updates: NDArray) -> None:
+    outer, n, inner = index.shape
+    d = dst.shape[1]
+    for o in range(outer):
+        if inner == 1:
+            _scatter_set_row(dst[o, :, 0], index[o, :, 0], updates[o, :, 0])
+            continue
+        for i in range(n):
+            for k in range(inner):
+                p = index[o, i, k]
+                if 0 <= p < d:
+                    dst[o, p, k] = updates[o, i, k]
+
+
+# An Add chains s = (+0 + s) + u from s = into's element. The +0 makes the first
+# term +0 + x, as the contract states; at later terms it changes nothing, as a
+# chain from +0 is never -0 (a sum is -0 only where both terms are).
+
+
+@_compiled
+def _scatter_add_row(dst: NDArray, index: NDArray, updates: NDArray, zero: Any) -> None:
+    d = dst.shape[0]
+    for i in range(index.shape[0]):
+        p = index[i]
+        if 0 <= p < d:
+            dst[p] = (zero + dst[p]) + updates[i]
+
+
+@_Loop
+def _scatter_add_loop(dst: NDArray, index: NDArray, updates: NDArray, zero: Any) -> None:
+    outer, n, inner = index.shape
+    d = dst.shape[1]
+    for o in range(outer):
+        if inner == 1:
+            _scatter_add_row(dst[o, :, 0], index[o, :, 0], updates[o, :, 0], zero)
+            continue
+        for i in range(n):
+            for k in range(inner):
+                p = index[o, i, k]
+                if 0 <= p < d:
+                    dst[o, p, k] = (zero + dst[o, p, k]) + updates[o, i, k]
+
+
+@_Loop
+def _scatter_extreme_loop(cur1: NDArray, cur2: NDArray, index: NDArray, upd1: NDArray,
+                          upd2: NDArray, winner: NDArray, maximum: bool, has_nan: bool,
+                          nan_key: Any) -> None:
+    outer, n, inner = index.shape
+    d = cur1.shape[1]
+    for o in range(outer):
+        for i in range(n):
+            for k in range(inner):
+                p = index[o, i, k]
+                if p < 0 or p >= d:
+                    continue
+                if winner[o, p, k] == -2:
+                    winner[o, p, k] = -1
+                a1 = cur1[o, p, k]
+                a2 = cur2[o, p, k]
+                b1 = upd1[o, i, k]
+                b2 = upd2[o, i, k]
+                if maximum:
+                    # A NaN's key is the greatest: it wins over numbers and keeps
+                    # its place against later NaNs.
+                    take = b1 > a1 or (b1 == a1 and b2 > a2)
+                elif has_nan and a1 == nan_key:
+                    take = False
+                elif has_nan and b1 == nan_key:
+                    take = True
+                else:
+                    take = b1 < a1 or (b1 == a1 and b2 < a2)
+                if take:
+                    cur1[o, p, k] = b1
+                    cur2[o, p, k] = b2
+                    winner[o, p, k] = i
+
+
+@_Loop
+def _take_winners_loop(dst: NDArray, updates: NDArray, winner: NDArray) -> None:
+    outer, d, inner = dst.shape
+    for o in range(outer):
+        for p in range(d):
+            for k in range(inner):
+                w = winner[o, p, k]
+                if w >= 0:
+                    dst[o, p, k] = updates[o, w, k]
+
+
+# --------------------------------------------------------------------------
+# Gathers
+# --------------------------------------------------------------------------
+
+
+def gather(spec: S.Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``dst[i] = x[i with index[i] along axis]``; a position outside [0, d) reads
+    zero bits. Operands: index (int64), x."""
+    (dst,), (index, x) = dsts, operands
+    axis = spec.axis
+    idx = _split(read(index), axis)
+    with _written(dst) as outs:
+        for out, src in zip(outs, _bits(read(x)), strict=True):
+            _gather_loop(_split(src, axis), idx, _split_out(out, axis))
+
+
+def range_gather(spec: S.RangeGather, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``dst[…, i, j, …] = x[…, starts[…, i, …] + j, …]`` with j in [0, run) on the
+    axis inserted after ``axis``; a position outside [0, d) reads zero bits.
+    Operands: starts (int64), x."""
+    (dst,), (starts, x) = dsts, operands
+    axis = spec.axis
+    st = _split(read(starts), axis)
+    outer, n, inner = st.shape
+    with _written(dst) as outs:
+        for out, src in zip(outs, _bits(read(x)), strict=True):
+            dst4 = np.reshape(out, (outer, n, spec.run, inner), copy=False)
+            _range_gather_loop(_split(src, axis), st, dst4)
+
+
+# --------------------------------------------------------------------------
+# Scatter
+# --------------------------------------------------------------------------
+
+
+def scatter(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``dst`` is ``into`` with each update combined, in C order of the updates, at
+    the position ``index`` holds along ``axis``; an update outside [0, d) is
+    dropped and an element no update reaches keeps into's bits.
+
+    Set takes the last update's bits. Add computes ``+0 + into + u1 + u2 + …``
+    left to right in the dtype (integers wrap; complex part by part; floats
+    narrower than float32 in float32, rounded once into the dtype). Max and Min
+    are Prog's Maximum and Minimum chained from into: −0 below +0, the first NaN
+    kept with its bits (on booleans Or and And). ``unique`` is only a promise:
+    duplicates still combine in C order. Operands: into, index (int64), updates;
+    into may be identical to dst.
+    """
+    (dst,), (into, index, updates) = dsts, operands
+    dt = dst.dtype
+    idx = _split(read(index), spec.axis)
+    if spec.combine is S.Combine.ADD and dt.kind is Kind.FLOAT and dt.bits < 32:
+        _scatter_add_narrow(spec.axis, dst, into, idx, updates)
+        return
+    with _written(dst) as outs:
+        # Fast path: an into identical to a byte-wide dst already holds its
+        # bits, which saves a pass (a sub-byte dst's codes are fresh).
+        if not (into.identical(dst) and not dt.is_sub_byte):
+            for out, src in zip(outs, _bits(read(into)), strict=True):
+                out[...] = src
+        if spec.combine is S.Combine.SET:
+            for out, upd in zip(outs, _bits(read(updates)), strict=True):
+                _scatter_set_loop(_split_out(out, spec.axis), idx, _split(upd, spec.axis))
+        elif spec.combine is S.Combine.ADD:
+            _scatter_add(spec.axis, dt, dst, outs, idx, updates)
+        else:
+            _scatter_extreme(spec, dt, outs, into, idx, updates)
+
+
+def _scatter_add(axis: int, dt: Dtype, dst: Array, outs: list[NDArray], idx: NDArray,
+                 updates: Array) -> None:
+    """Add at a dtype of its own compute width: integers on their bits (the same
+    wrapping sum signed or not), floats and complex parts in their dtype."""
+    if dt.kind is Kind.FLOAT or dt.kind is Kind.COMPLEX:
+        view = target(dst)
+        assert view is not None
+        # The parts' values over the bits being written (a scratch's, where dst
+        # does not reshape without a copy).
+        sums = [o.view(p.dtype) for o, p in zip(outs, _parts(view), strict=True)]
+        terms = _parts(read(updates))
+    else:
+        sums, terms = outs, _bits(read(updates))
+    for out, upd in zip(sums, terms, strict=True):
+        _scatter_add_loop(_split_out(out, axis), idx, _split(upd, axis), out.dtype.type(0))
+    if dt.is_sub_byte:
+        # int4 and uint4 codes wrapped modulo 256 in a byte; keep them modulo 16.
+        outs[0] &= np.uint8(0xF)
+
+
+def _scatter_add_narrow(axis: int, dst: Array, into: Array, idx: NDArray, updates: Array) -> None:
+    """Add at a float narrower than float32: the sums in float32, each rounded
+    once into the dtype by the store rule (which turns an e5m2 infinity into
+    ±57344); into's bits where no update lands."""
+    dt = dst.dtype
+    start = read(into)
+    acc = start.astype(np.float32, order="C")
+    acc3 = _split_out(acc, axis)
+    _scatter_add_loop(acc3, idx, _split(read(updates).astype(np.float32), axis), np.float32(0))
+    reached = np.zeros(acc3.shape, np.bool_)
+    o, i, k = np.nonzero((idx >= 0) & (idx < acc3.shape[1]))
+    reached[o, idx[o, i, k], k] = True
+    with np.errstate(invalid="ignore"):
+        # A NaN sum stores as a NaN of the dtype (its bits are not a move's).
+        (summed,) = _bits(D.of_float(dt, acc.astype(np.float64)))
+    (kept,) = _bits(start)
+    result = np.where(reached.reshape(acc.shape), summed, kept)
+    with _written(dst) as (out,):
+        out[...] = result
+
+
+def _scatter_extreme(spec: S.Scatter, dt: Dtype, outs: list[NDArray], into: Array, idx: NDArray,
+                     updates: Array) -> None:
+    """Max and Min: the winner at each position by order keys, then its bits."""
+    axis = spec.axis
+    # The running extremes' keys, written in place (so never a broadcast).
+    cur1, cur2 = (np.array(key) for key in _key_pair(dt, read(into), axis))
+    upd_v = read(updates)
+    upd1, upd2 = _key_pair(dt, upd_v, axis)
+    # -2: no update reached the position; -1: into's element stands; else the
+    # winning update's index along the axis.
+    winner = np.full(cur1.shape, -2, np.int64)
+    nan_key = upd1.dtype.type((1 << _nan_width(dt)) - 1)
+    _scatter_extreme_loop(cur1, cur2, idx, upd1, upd2, winner, spec.combine is S.Combine.MAX,
+                          _has_nan(dt), nan_key)
+    if dt.kind is Kind.BOOLEAN:
+        # Maximum and Minimum of booleans are Or and And: a reached position
+        # holds the truth (0 or 1), which is its winner's key.
+        out = _split_out(outs[0], axis)
+        reached = winner >= -1
+        out[reached] = cur1[reached].astype(np.uint8)
+        return
+    for out, upd in zip(outs, _bits(upd_v), strict=True):
+        _take_winners_loop(_split_out(out, axis), _split(upd, axis), winner)
+
+
+# --------------------------------------------------------------------------
+# Assemble
+# --------------------------------------------------------------------------
+
+
+def _slices(region: tuple[Range, ...]) -> tuple[slice, ...]:
+    """NumPy slices selecting a region's ranges (each non-empty)."""
+    out = []
+    for r in region:
+        stop = r.start + (r.count - 1) * r.step + (1 if r.step > 0 else -1)
+        # A reversed range through index 0 stops before the start of the axis.
+        out.append(slice(r.start, stop if stop >= 0 else None, r.step))
+    return tuple(out)
+
+
+def _is_whole(region: tuple[Range, ...], shape: tuple[int, ...]) -> bool:
+    """Whether ``region`` holds every index of ``shape``."""
+    return all(r.count == d for r, d in zip(region, shape, strict=True))
+
+
+def assemble(spec: S.Assemble, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``dst`` of ``shape`` holds, at each index, the bits of the last piece whose
+    region holds it, and the fill's bits where none does. Operands: one piece
+    per region; the first may be identical to dst where its region is the
+    whole result."""
+    (dst,) = dsts
+    whole = [i for i, region in enumerate(spec.regions) if _is_whole(region, spec.shape)]
+    # Pieces before the last whole one are overwritten everywhere, and so is the fill.
+    first = whole[-1] if whole else 0
+    with _written(dst) as outs:
+        if not whole:
+            fill = _bits(np.asarray(element(dst.dtype, spec.fill)))
+            for out, bits in zip(outs, fill, strict=True):
+                out[...] = bits
+        for piece, region in zip(operands[first:], spec.regions[first:], strict=True):
+            if piece.numel == 0:
+                continue
+            # Fast path: a byte-wide piece identical to dst over the whole
+            # result in order already holds its bits.
+            if (piece.identical(dst) and not dst.dtype.is_sub_byte
+                    and all(r.start == 0 and r.step == 1 for r in region)):
+                continue
+            sl = _slices(region)
+            for out, src in zip(outs, _bits(read(piece)), strict=True):
+                out[sl] = src

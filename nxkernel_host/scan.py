@@ -1,0 +1,233 @@
+"""The host library's ``scan`` hook: rows of terms (``rowterms``) scanned row
+by row. Float Sum and Prod scans, and Logsumexp and Moments scans, by the
+odd/even network (``network``); integer, boolean, Max, Min and Arg scans
+exactly by NumPy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from nxkernel_core import dtype as D
+from nxkernel_core import spec as S
+from nxkernel_core.array import Array
+from nxkernel_core.dtype import Dtype
+
+from . import network as N
+from . import views
+from .reduce import _keys
+from .rowterms import _float_terms, _loop, _Outputs, _round, _round_complex, _wrap
+
+__all__ = ["scan"]
+
+Arr = npt.NDArray[Any]
+
+
+# ---------------------------------------------------------------------------
+# Scans of rows
+# ---------------------------------------------------------------------------
+
+
+def _with_carry(carry: Arr | None, rows: Arr, dtype: npt.DTypeLike) -> Arr:
+    """Rows of states in ``dtype``, C-contiguous, the carry (where given) as
+    state 0 before each row's terms."""
+    if carry is None:
+        return np.ascontiguousarray(rows, dtype=dtype)
+    out = np.empty((rows.shape[0], rows.shape[1] + 1), dtype)
+    out[:, 0] = carry
+    out[:, 1:] = rows
+    return out
+
+
+def _from_positive_zero(states: Arr, rows: Arr) -> Arr:
+    """A Sum scan's float states without a carry, from +0 (Monoid Sum adds
+    its terms from +0): state 0 is +0 + term 0, which is term 0 but for −0,
+    +0. Copies ``states`` before the change where they may be ``rows``'."""
+    first = states[:, :1]
+    if not ((first == 0) & np.signbit(first)).any():
+        return states
+    if np.may_share_memory(states, rows):
+        states = states.copy()
+    states[:, :1] += 0
+    return states
+
+
+def _running_positions(keys: Arr, is_max: bool) -> Arr:
+    """Per row and index, the first position up to it with the greatest (or
+    least) key so far."""
+    r, m = keys.shape
+    acc = np.maximum.accumulate(keys, axis=1) if is_max else np.minimum.accumulate(keys, axis=1)
+    new = np.ones((r, m), bool)
+    new[:, 1:] = keys[:, 1:] > acc[:, :-1] if is_max else keys[:, 1:] < acc[:, :-1]
+    return np.maximum.accumulate(np.where(new, np.arange(m), 0), axis=1)
+
+
+def _network(kind: int, states: Arr) -> Arr:
+    """The odd/even network's scan of ``(components, rows, m)`` states."""
+    out = np.empty_like(states)
+    N.network_scan(kind, np.ascontiguousarray(states), out)
+    return out
+
+
+def _network_scan(red: S.Reduction, term: Dtype) -> bool:
+    """Whether the scan combines states by the odd/even network (float and
+    complex Sum and Prod, Logsumexp, Moments), so that which NaN operand an
+    addition meets first depends on the extent scanned."""
+    if isinstance(red, (S.Logsumexp, S.Moments)):
+        return True
+    return red in (S.Monoid.SUM, S.Monoid.PROD) and (term.is_float or term.is_complex)
+
+
+def _canonical_nans(v: Arr) -> None:
+    """Set every NaN (each NaN part of a complex number) of float results ``v``
+    to the positive quiet NaN, in place. A NaN result's bits are otherwise the
+    hardware's choice among the NaNs it meets, which differs between a scan and
+    the scan of its prefix; the contract's prefix law is bit for bit."""
+    parts = v.view(v.real.dtype) if np.iscomplexobj(v) else v
+    if parts.dtype.kind != "f" and parts.dtype.kind != "V":
+        return
+    nan = np.isnan(parts)
+    if nan.any():
+        parts[nan] = np.nan
+
+
+def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr | None,
+               out: Arr | None) -> list[Arr]:
+    """The inclusive scans of each row of ``rows`` (in scan order) after
+    ``carry`` (state 0), in the destinations' host elements. ``out``, where
+    given, is a C-contiguous ``(rows, m)`` view of the first destination a
+    float Sum or Prod scan may write into directly."""
+    r, m = rows.shape
+    drop = slice(1, None) if carry is not None else slice(None)
+    ccar = D.carrier(term)
+    if red is S.Monoid.SUM or red is S.Monoid.PROD:
+        mul = red is S.Monoid.PROD
+        if term.is_float:
+            states = _with_carry(carry, rows, ccar.numpy_dtype)
+            if carry is None and not mul:
+                states = _from_positive_zero(states, rows)
+            if out is not None and carry is None and dt is ccar:
+                # The destination holds the carrier: the network writes there.
+                N.real_scan(mul, states, out)
+                return [out]
+            res = np.empty_like(states)
+            N.real_scan(mul, states, res)
+            return [_round(dt, res[:, drop])]
+        if term.is_complex:
+            part = np.float32 if term is D.complex64 else np.float64
+            re = _with_carry(None if carry is None else carry.real, rows.real, part)
+            im = _with_carry(None if carry is None else carry.imag, rows.imag, part)
+            if carry is None and not mul:
+                re, im = _from_positive_zero(re, rows), _from_positive_zero(im, rows)
+            if mul:
+                res = _network(N.CMUL, np.stack([re, im]))
+                ore, oim = res[0], res[1]
+            else:
+                ore, oim = np.empty_like(re), np.empty_like(im)
+                N.real_scan(False, re, ore)
+                N.real_scan(False, im, oim)
+            return [_round_complex(dt, ore[:, drop], oim[:, drop])]
+        wide = _with_carry(carry, rows, ccar.numpy_dtype)
+        # Integers wrap in their carrier: every order gives the same bits.
+        acc = np.cumsum(wide, axis=1, dtype=wide.dtype) if not mul else \
+            np.cumprod(wide, axis=1, dtype=wide.dtype)
+        return [_wrap(dt, acc[:, drop])]
+    if isinstance(red, S.Logsumexp):
+        states = _with_carry(carry, _float_terms(rows, term), np.float64)
+        res = _network(N.LSE, states[None])
+        return [_round(dt, res[0][:, drop])]
+    if isinstance(red, S.Moments):
+        x = _float_terms(rows, term).astype(np.float64)
+        states = np.empty((3, r, m + (carry is not None)), np.float64)
+        tail = states[:, :, 1:] if carry is not None else states
+        tail[0] = 1.0
+        tail[1] = x
+        # A term's M2 is 0, but NaN for an infinite or NaN term: its variance is.
+        tail[2] = np.where(np.isfinite(x), 0.0, np.nan)
+        if carry is not None:
+            c = carry.astype(np.float64)
+            states[0, :, 0] = c[:, 0]
+            states[1, :, 0] = c[:, 1]
+            states[2, :, 0] = c[:, 2] * c[:, 0]
+        res = _network(N.MOMENTS, states)[:, :, drop]
+        with np.errstate(all="ignore"):
+            var = res[2] / res[0]
+        return [_round(dt, res[1]), _round(dt, var)]
+    is_max = red is S.Monoid.MAX or (isinstance(red, S.Arg) and red.extreme is S.Extreme.MAX)
+    if carry is None:
+        pos = _running_positions(_keys(rows, term, is_max), is_max)
+        if term.is_bool:
+            truth = _keys(rows, term, is_max)
+            value = (np.logical_or.accumulate(truth, axis=1) if is_max
+                     else np.logical_and.accumulate(truth, axis=1))
+        else:
+            value = np.take_along_axis(rows, pos, axis=1)
+            if term is D.float8_e5m2:
+                # The extreme rounds once into the destination, as after a
+                # carry: no store makes an infinity of e5m2, which saturates.
+                value = np.where(np.isinf(value), _round(dt, _float_terms(value, term)), value)
+        return [value, pos.astype(np.int64)] if isinstance(red, S.Arg) else [value]
+    # A Max or Min scan after a carry: the carry (in the carrier) is state 0.
+    src = _with_carry(carry, _float_terms(rows, term) if term.is_float else rows,
+                      ccar.numpy_dtype)
+    pos = _running_positions(_keys(src, ccar, is_max), is_max)
+    if term.is_bool:
+        truth = _keys(src, ccar, is_max)
+        value = (np.logical_or.accumulate(truth, axis=1) if is_max
+                 else np.logical_and.accumulate(truth, axis=1))
+        return [value[:, 1:]]
+    value = np.take_along_axis(src, pos, axis=1)[:, 1:]
+    if term.is_float:
+        return [_round(dt, value)]
+    return [_wrap(dt, value)]
+
+
+# ---------------------------------------------------------------------------
+# The scan kernel
+# ---------------------------------------------------------------------------
+
+
+def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
+    """``S.scan`` of a call that fits, the door passed: the inclusive scan of
+    ``spec.output`` along ``spec.axis`` (from its end where ``reverse``), after
+    the carry where given."""
+    loads_ops = operands[spec.carry:]
+    loop = _loop(spec.loads, loads_ops)
+    assert loop is not None  # the call fits
+    term = spec.prog.out_dtypes[spec.output]
+    y = _last(_Outputs(spec.prog, spec.loads, loads_ops, loop).get(spec.output), spec.axis)
+    lead = y.shape[:-1]
+    rows = y.reshape(math.prod(lead), loop[spec.axis])
+    carry = None
+    if spec.carry:
+        c = views.read(operands[0])
+        carry = c.reshape(rows.shape[0], 3) if isinstance(spec.reduction, S.Moments) \
+            else c.reshape(rows.shape[0])
+    if spec.reverse:
+        rows = rows[:, ::-1]
+    first = views.target(dsts[0])
+    # The first destination itself, as rows, where the scanned axis is
+    # its last and the scan runs forward: a float scan writes there.
+    direct = (first.reshape(rows.shape) if first is not None and not spec.reverse
+              and spec.axis == len(loop) - 1 else None)
+    results = _scan_rows(spec.reduction, term, spec.dtype, rows, carry, direct)
+    if _network_scan(spec.reduction, term):
+        for v in results:
+            _canonical_nans(v)
+    for dst, v in zip(dsts, results, strict=True):
+        if direct is not None and v is direct:
+            continue
+        if spec.reverse:
+            v = v[:, ::-1]
+        v = v.reshape(*lead, v.shape[1])
+        views.store(dst, v if spec.axis == v.ndim - 1 else np.moveaxis(v, -1, spec.axis))
+
+
+def _last(y: Arr, axis: int) -> Arr:
+    """``y`` with ``axis`` moved last (``y`` itself where it is the last)."""
+    return y if axis == y.ndim - 1 else np.moveaxis(y, axis, -1)
