@@ -368,14 +368,8 @@ def terms_code(prog: Prog, output: int, pads: tuple[int | None, ...] = ()) -> st
                         name=codegen.scalar(dt).name, cname=codegen.scalar(carrier).name, aparams=aparams,
                         sins="\n".join(f"        src.in.a[{i}] = a{i};" for i in range(nin)),
                         lse_kernels=kernels("lse", "NxkLseSrc"), mom_kernels=kernels("mom", "NxkMomSrc"))
-    store_code = t.store_code
-    if dt is D.float8_e5m2:
-        # An Arg scan's extreme rounds once into its destination, as a Max
-        # scan's does: no store makes an infinity of e5m2 (±0x7C), which
-        # saturates to ±57344 (±0x7B).
-        store_code = f"c = (c & 0x7Full) == 0x7Cull ? c - 1 : c; {store_code}"
     return render(
-        _COMMON, **terms.term_slots(prog, output, pads), key=t.key, code=t.code, store_code=store_code,
+        _COMMON, **terms.term_slots(prog, output, pads), key=t.key, code=t.code, store_code=t.store_code,
         arg_kernels=kernels("arg", "NxkArgSrc"), floats=floats)
 
 

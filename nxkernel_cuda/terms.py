@@ -95,6 +95,11 @@ def of_dtype(dt: Dtype) -> Terms:
     s = codegen.scalar(dt)
     n = s.name
     store_code = f"nxk_st_{n}(d, p, nxk_of_code_{n}(c));"
+    if dt is D.float8_e5m2:
+        # A Max, Min or Arg extreme (in the carrier) rounds once into its
+        # destination, as a scan's does: no store makes an infinity of e5m2
+        # (±0x7C), which saturates to ±57344 (±0x7B).
+        store_code = f"c = (c & 0x7Full) == 0x7Cull ? c - 1 : c; {store_code}"
     if dt.is_float:
         wide = "double" if dt is D.float64 else "float"
         suffix = "f64" if dt is D.float64 else "f32"
@@ -298,6 +303,13 @@ ${ains}
 
 // ---- scan: the odd/even network ----------------------------------------------
 
+// State s of a row (no carry at s == 0) from its term v: a Sum's state 0 is
+// +0 + v, since Monoid Sum adds its terms from +0 (a -0 first term makes +0).
+__device__ __forceinline__ NxkState nxk_term_state(const NxkScanOp& sop, nxk_i64 s, NxkT v) {
+    const NxkState t = nxk_to_state(v);
+    return (s == 0 && sop.op == 0) ? sop.combine(NxkState(), t) : t;
+}
+
 // The full chunks' totals: block (row, k), k < nfull.
 extern "C" __global__ void __launch_bounds__(1024)
 nxk_scan_totals(const nxk_i64* __restrict__ kept, const nxk_i64* __restrict__ red,
@@ -320,7 +332,8 @@ ${iins}
             const nxk_i64 s = s0 + j;
             a[j] = (has_carry && s == 0)
                        ? nxk_carry_state(carry, rowpos[NIN + 1])
-                       : nxk_to_state(nxk_term<NIN + 1>(in, red, coords, rowpos, row, s - has_carry));
+                       : nxk_term_state(sop, s,
+                                        nxk_term<NIN + 1>(in, red, coords, rowpos, row, s - has_carry));
         }
         __syncthreads();
         nxk_upsweep(sop, a, csize);
@@ -354,7 +367,8 @@ ${iins}
             const nxk_i64 s = s0 + j;
             a[j] = (has_carry && s == 0)
                        ? nxk_carry_state(carry, rowpos[NIN + 1])
-                       : nxk_to_state(nxk_term<NIN + 1>(in, red, coords, rowpos, row, s - has_carry));
+                       : nxk_term_state(sop, s,
+                                        nxk_term<NIN + 1>(in, red, coords, rowpos, row, s - has_carry));
         }
         __syncthreads();
         nxk_upsweep(sop, a, len);

@@ -29,7 +29,8 @@ _REDUCE_PROSE: Final = (
 _SCAN_PROSE: Final = (
     "every scan at every dtype its reduction accepts, forward and reverse, with or without a "
     "carry (the carrier state before term 0): float Sum and Prod and the Logsumexp and "
-    "Moments states by the odd/even network with the carry as state 0, integer, boolean, "
+    "Moments states by the odd/even network with the carry as state 0 (a Sum without one "
+    "from +0: its state 0 is +0 + term 0), integer, boolean, "
     "Max, Min and Arg scans exactly. An Arg scan's position is the term's number in scan "
     "order (from the end of the axis where reverse), so a reverse scan's prefix law holds "
     "for positions too. It declines nothing.")

@@ -44,6 +44,19 @@ def _with_carry(carry: Arr | None, rows: Arr, dtype: npt.DTypeLike) -> Arr:
     return out
 
 
+def _from_positive_zero(states: Arr, rows: Arr) -> Arr:
+    """A Sum scan's float states without a carry, from +0 (Monoid Sum adds
+    its terms from +0): state 0 is +0 + term 0, which is term 0 but for −0,
+    +0. Copies ``states`` before the change where they may be ``rows``'."""
+    first = states[:, :1]
+    if not ((first == 0) & np.signbit(first)).any():
+        return states
+    if np.may_share_memory(states, rows):
+        states = states.copy()
+    states[:, :1] += 0
+    return states
+
+
 def _running_positions(keys: Arr, is_max: bool) -> Arr:
     """Per row and index, the first position up to it with the greatest (or
     least) key so far."""
@@ -96,6 +109,8 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
         mul = red is S.Monoid.PROD
         if term.is_float:
             states = _with_carry(carry, rows, ccar.numpy_dtype)
+            if carry is None and not mul:
+                states = _from_positive_zero(states, rows)
             if out is not None and carry is None and dt is ccar:
                 # The destination holds the carrier: the network writes there.
                 N.real_scan(mul, states, out)
@@ -107,6 +122,8 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
             part = np.float32 if term is D.complex64 else np.float64
             re = _with_carry(None if carry is None else carry.real, rows.real, part)
             im = _with_carry(None if carry is None else carry.imag, rows.imag, part)
+            if carry is None and not mul:
+                re, im = _from_positive_zero(re, rows), _from_positive_zero(im, rows)
             if mul:
                 res = _network(N.CMUL, np.stack([re, im]))
                 ore, oim = res[0], res[1]

@@ -171,7 +171,8 @@ def _round(k: int, r: int, shared_i4: Array, shared_f: Array) -> list[bytes]:
     y = nx.asarray(rng.standard_normal(m).astype(np.float32))
     assert host.map(add, (mine,), (mine, y)) is Answer.DONE  # in place: dst identical to an operand
     codes = rng.integers(-8, 8, size=shared_i4.shape[0] // THREADS).astype(np.int8)
-    assert host.map(nx.elementwise._cast_spec(I4, I4), (shared_i4[k::THREADS],), (nx.asarray(codes, I4),)) is Answer.DONE
+    copy = nx.elementwise._cast_spec(I4, I4)
+    assert host.map(copy, (shared_i4[k::THREADS],), (nx.asarray(codes, I4),)) is Answer.DONE
     out += [nx.to_numpy(mine).tobytes(), nx.to_numpy(shared_i4[k::THREADS]).tobytes()]
     return out
 

@@ -24,7 +24,7 @@ from .. import spec as S
 from ..array import Array
 from ..dtype import Dtype
 from ..kernel import Statement, gamma, unit_roundoff
-from ..prog import Prog, element
+from ..prog import Const, Convert, Op1, Prog, element
 from .harness import Arr, fail
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "check_products",
     "check_sums",
     "loop_outputs",
+    "program_signalling",
     "says",
     "signalling_in",
     "states_order",
@@ -53,6 +54,25 @@ def signalling_in(arrays: Sequence[Array], vals: Sequence[Arr], loads: Sequence[
         return True
     return any(isinstance(ld, S.Padded) and O.is_signalling(a.dtype, element(a.dtype, ld.fill)).any()
                for a, ld in zip(arrays, loads, strict=False))
+
+
+def program_signalling(prog: Prog, loaded: Sequence[Arr], shape: tuple[int, ...]) -> bool:
+    """Whether a value the NaN rule counts as a source is a signalling NaN at
+    some index of the loop: a loaded operand element (a Padded load's fill
+    included), a program constant, or a Bitcast's result (bits made into a
+    float). Every other node passes on or makes its NaNs by the rule, so a
+    signalling NaN result needs one of these (contract: 'it is signalling
+    only where an operand is a signalling NaN', an operand of a node)."""
+    if any(O.is_signalling(dt, v).any() for dt, v in zip(prog.ins, loaded, strict=True)):
+        return True
+    for i, node in enumerate(prog.nodes):
+        if isinstance(node, Const) and O.is_signalling(node.dtype, element(node.dtype, node.bits)).any():
+            return True
+        if isinstance(node, Op1) and node.kind is Convert.BITCAST:
+            (made,) = evaluator.evaluate(Prog(prog.ins, prog.nodes[:i + 1], (i,)), loaded, shape)
+            if O.is_signalling(prog.dtype(i), made).any():
+                return True
+    return False
 
 
 def carrier_u(term: Dtype) -> float:

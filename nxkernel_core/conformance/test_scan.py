@@ -297,6 +297,39 @@ def test_scan_sum_within_bound(subject: Subject, data: Data) -> None:
 
 
 @law("scan")
+def test_scan_sum_from_positive_zero(subject: Subject, data: Data) -> None:
+    """A float or complex Sum scan without a carry adds its terms from +0: a
+    scan whose terms up to a result are all −0 gives +0 there (each part of a
+    complex one), whatever the association, and a first term −0 gives +0 as
+    the first result. Contract: 'Monoid Sum adds the terms from +0, as
+    Prog.binary.Add does, so a sum of -0 terms is +0'; 'a product from its
+    first term' (a sum from +0)."""
+    dt = data.draw(G.dtypes(kinds=(Kind.FLOAT, Kind.COMPLEX)), label="dtype")
+    shape, axis = _loop(data)
+    rdt = result_dtype(data, S.Monoid.SUM, dt)
+    reverse = data.draw(st.booleans(), label="reverse")
+    zeros = np.zeros(shape, dtype=dt.numpy_dtype)
+    part = (D.float64 if dt is D.complex128 else D.float32) if dt.is_complex else dt
+    zeros.reshape(-1).view(part.numpy_dtype)[:] = -0.0  # −0, both parts' signs set
+    # A −0 prefix of a drawn length (every term's, at the most), then terms
+    # of any value but NaN (whose results the law does not judge).
+    rest, _ = operand(data, subject, dt, shape, profiles=("moderate", "ints"), label="rest")
+    k = data.draw(st.integers(0, shape[axis]), label="zero terms")
+    rows = _rows(rest.to_numpy(), axis, reverse).copy()
+    rows[..., :k] = _rows(zeros, axis, reverse)[..., :k]
+    x = operand_of(data, subject, dt, _unrows(rows, axis, reverse), plans=("contiguous", "strided"),
+                   label="x")
+    out = scan_call(subject, data, dt, S.Monoid.SUM, rdt, x, axis, reverse)
+    if out.declined:
+        return
+    got = _rows(out.results[0], axis, reverse)[..., :k]
+    assert_bits(rdt, got, np.zeros(got.shape, dtype=rdt.numpy_dtype),
+                f"scan Sum of {dt.name} into {rdt.name}{' reversed' if reverse else ''} along axis {axis} "
+                f"of {list(shape)}: the results over its first {k} terms, all −0 (contract: 'Monoid Sum "
+                "adds the terms from +0, ..., so a sum of -0 terms is +0')")
+
+
+@law("scan")
 def test_scan_prod_within_bound(subject: Subject, data: Data) -> None:
     """A float Prod scan's result i is within a relative γ(i) of the exact
     product of the terms up to it (complex: normwise γ(2i)), whatever the
@@ -445,6 +478,10 @@ def test_scan_stated_order(subject: Subject, data: Data) -> None:
     states = np.asarray(_rows(xv, axis, reverse)).astype(cdt.numpy_dtype)
     if cv is not None:
         states = np.concatenate([np.asarray(cv, dtype=cdt.numpy_dtype)[..., None], states], axis=-1)
+    elif kind is S.Monoid.SUM:
+        # A sum starts from +0 (contract, Monoid Sum): state 0 is +0 + term 0,
+        # term 0 itself but for −0.
+        states[..., :1] += 0
     op = np.add if kind is S.Monoid.SUM else np.multiply
     with np.errstate(all="ignore"):
         (scanned,) = orders.odd_even_scan((states,), lambda a, b: (op(a[0], b[0]),))

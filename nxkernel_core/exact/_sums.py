@@ -239,7 +239,7 @@ def _extreme_positions(dt: Dtype, rows: Arr, want_max: bool
     return pos.reshape(r.shape), had.reshape(r.shape)
 
 
-def reduce_fixed(dt: Dtype, rows: Arr, reduction: S.Reduction
+def reduce_fixed(dt: Dtype, rows: Arr, reduction: S.Reduction, *, in_carrier: bool = True
                  ) -> tuple[Arr, npt.NDArray[np.int64] | None, npt.NDArray[np.bool_]]:
     """The results whose bits the contract fixes, of terms ``rows [..., n]`` of
     ``dt``: an integer Sum or Prod (wrapping in the carrier, stored in ``dt``),
@@ -247,7 +247,14 @@ def reduce_fixed(dt: Dtype, rows: Arr, reduction: S.Reduction
     Maximum and Minimum (−0 below +0) and Arg's position: the first term with
     the extreme's bits, or the first NaN term. Returns the results (host
     elements of ``dt``), the positions (Arg only) and where a result is a NaN
-    (any NaN, whose bits the contract does not fix)."""
+    (any NaN, whose bits the contract does not fix).
+
+    A reduction combines its terms in their carrier and each result rounds
+    once into its destination (contract "Reductions and scans"; upstream §5:
+    "No store produces e5m2 infinities"), so with ``in_carrier`` an infinite
+    extreme of float8_e5m2 is ±57344, as a Max scan's is. A scatter's Max and
+    Min combine into and its updates in their own dtype: ``in_carrier=False``
+    keeps the winning term's bits."""
     r = np.asarray(rows)
     lead, n = r.shape[:-1], r.shape[-1]
     if reduction in (S.Monoid.SUM, S.Monoid.PROD):
@@ -261,7 +268,12 @@ def reduce_fixed(dt: Dtype, rows: Arr, reduction: S.Reduction
         return zeros(dt, lead), (np.zeros(lead, np.int64) if isinstance(reduction, S.Arg) else None), \
             np.zeros(lead, dtype=np.bool_)
     vals, pos, nan = extreme_scan(dt, r, reduction)
-    return vals[..., -1], (pos[..., -1] if pos is not None else None), nan[..., -1]
+    last, last_nan = vals[..., -1], nan[..., -1]
+    if in_carrier and dt.is_float and D.carrier(dt) is not dt:
+        # Widening into the carrier is exact; the store back keeps every
+        # finite value and saturates an infinity where the format does.
+        last = np.where(last_nan, last, D.of_float(dt, to_float64(dt, last)))
+    return last, (pos[..., -1] if pos is not None else None), last_nan
 
 
 def int_scan(dt: Dtype, rows: Arr, reduction: S.Monoid, carry: Arr | None) -> Arr:

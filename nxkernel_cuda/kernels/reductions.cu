@@ -6,7 +6,8 @@
 //   group is a complete subtree but the last), then rounded once into the
 //   destination: a float dtype by nxk_store_float, an integer by its bits.
 // * nxk_ext_finish: a row's group values of a Max, Min or Arg combined (any
-//   order gives the same winner), the extreme's bits and its position stored.
+//   order gives the same winner), the extreme's bits (an infinity of e5m2
+//   saturated, as every store does) and its position stored.
 // * nxk_scan_totals_arr<S> and nxk_scan_chunks_arr<S>: the odd/even network's
 //   two passes over rows of states of type S in memory, as the generated
 //   nxk_scan_totals and nxk_scan_chunks run them over a program's terms
@@ -56,6 +57,9 @@ extern "C" __global__ void nxk_ext_finish(const nxk_i64* __restrict__ walk, nxk_
         const NxkExt* p = reinterpret_cast<const NxkExt*>(partial) + row * groups;
         NxkExt r = p[0];
         for (nxk_i64 g = 1; g < groups; ++g) r = nxk_ext_combine(is_max, r, p[g]);
+        // The extreme rounds once into its destination: no store makes an
+        // infinity of e5m2 (dtc 5, ±0x7C), which saturates to ±57344 (±0x7B).
+        if (dtc == 5 && (r.code & 0x7Full) == 0x7Cull) r.code -= 1;
         nxk_store_code_of(dtc, d0, pos[0], r.code);
         if (arg) nxk_st_i64(d1, pos[1], r.pos);
     }

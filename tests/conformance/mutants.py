@@ -267,6 +267,13 @@ def _scan_carry_dropped(mp: pytest.MonkeyPatch) -> None:
     _kernel_wrapper(mp, "scan", scan)
 
 
+def _scan_sum_from_first_term(mp: pytest.MonkeyPatch) -> None:
+    def from_first(states: Arr, rows: Arr) -> Arr:
+        return states  # state 0 is term 0 itself: a −0 first term stays −0
+
+    mp.setattr(SC, "_from_positive_zero", from_first)
+
+
 # --------------------------------------------------------------------------
 # fold
 # --------------------------------------------------------------------------
@@ -642,6 +649,9 @@ MUTANTS: Final[dict[str, Mutant]] = {
                                    _scan_arg_later_equal),
     "scan_carry_dropped": Mutant("scan_long_rows_in_stated_order",
                                  "a scan ignoring its carry", _scan_carry_dropped),
+    "scan_sum_from_first_term": Mutant("scan_sum_from_positive_zero",
+                                       "a Sum scan from its first term, not from +0",
+                                       _scan_sum_from_first_term),
     # fold
     "fold_narrow_in_own_dtype": Mutant("fold_taps_in_stated_order",
                                        "a narrow float fold adding in its own dtype, not float32",

@@ -92,6 +92,18 @@ def test_reduce_fixed_takes_the_first_extreme_and_the_first_nan() -> None:
     assert wrapped.tolist() == [-56]
 
 
+def test_reduce_fixed_stores_an_e5m2_infinity_as_a_reduction_does() -> None:
+    # A reduction's extreme rounds into its destination (no e5m2 infinity);
+    # a scatter's Max keeps the winning term's bits.
+    e5m2 = D.float8_e5m2
+    rows = np.array([[0x3C, 0x7C, 0x7B], [0xFC, 0x7E, 0x3C]], np.uint8).view(e5m2.numpy_dtype)
+    value, pos, nan = O.reduce_fixed(e5m2, rows, S.Arg(S.Extreme.MAX))
+    assert value.view(np.uint8)[0] == 0x7B and pos is not None and pos.tolist() == [1, 1]
+    assert nan.tolist() == [False, True]
+    kept, _, _ = O.reduce_fixed(e5m2, rows, S.Monoid.MAX, in_carrier=False)
+    assert kept.view(np.uint8)[0] == 0x7C
+
+
 def test_dft_is_unnormalised() -> None:
     x = np.array([1.0, 2.0, 3.0, 4.0])
     y = O.dft(x, (0,), S.Direction.FORWARD, S.R2c())

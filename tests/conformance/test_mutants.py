@@ -29,6 +29,7 @@ scan_by_cumsum                   the odd/even network                 scan_long_
 scan_reverse_ignored             reverse scans                        scan_long_rows_in_stated_order
 scan_arg_later_equal             the first of equal extremes          scan_signed_zeros_and_nans
 scan_carry_dropped               the carry as state 0                 scan_long_rows_in_stated_order
+scan_sum_from_first_term         a Sum scan from +0                   scan_sum_from_positive_zero
 fold_narrow_in_own_dtype         narrow floats added in float32       fold_taps_in_stated_order
 fold_taps_reversed               taps added in C order                fold_taps_in_stated_order
 scatter_set_first_wins           Set takes the last update            scatter_set

@@ -125,6 +125,31 @@ def test_a_scan_has_the_same_bits_for_every_chunk(dev: CudaRig) -> None:
         assert same_bits(dst.to_numpy(), want, D.float32), chunk
 
 
+def test_a_sum_scan_adds_its_terms_from_positive_zero(dev: CudaRig) -> None:
+    # Monoid Sum adds from +0: state 0 is +0 + term 0, so results over −0
+    # terms alone are +0, in every chunk plan (the totals' pass included).
+    x = np.full((2, 3000), -0.0, np.float32)
+    x[1, 2000:] = 1.5
+    forward = np.zeros((2, 3000), np.float32)
+    forward[1, 2000:] = 1.5 * np.arange(1, 1001)
+    backward = np.zeros((2, 3000), np.float32)
+    backward[1] = 1.5 * np.minimum(3000 - np.arange(3000), 1000)
+    xs = on(dev, x)
+    for reverse, want in ((False, forward), (True, backward)):
+        spec = S.Scan(programs.identity(D.float32), (S.PLAIN,), 1, S.Monoid.SUM, 0, D.float32,
+                      reverse=reverse)
+        for chunk in (2, 64, None):
+            dst = Array.empty(D.float32, (2, 3000), dev)
+            reductions.scan(spec, [dst], [xs], chunk=chunk)
+            assert same_bits(dst.to_numpy(), want, D.float32), (reverse, chunk)
+    for dt in (D.float16, D.complex64):
+        z = np.zeros((1, 5), dt.numpy_dtype)
+        z.view(np.float16 if dt is D.float16 else np.float32)[:] = -0.0
+        spec = S.Scan(programs.identity(dt), (S.PLAIN,), 1, S.Monoid.SUM, 0, dt)
+        answer, (got,) = run(spec, [on(dev, z)], spec.result_dtypes())
+        assert answer is Answer.DONE and same_bits(got, np.zeros((1, 5), dt.numpy_dtype), dt), dt
+
+
 # --------------------------------------------------------------------------
 # Extremes, integers, narrow floats, layouts
 # --------------------------------------------------------------------------
@@ -164,6 +189,26 @@ def test_max_min_and_arg_give_the_first_extreme(dev: CudaRig) -> None:
             got = _reduce(spec, [xs])
             assert same_bits(got[0], v, D.float32) and same_bits(got[1], v, D.float32)
             assert got[2].tolist() == pos.tolist()
+
+
+def test_an_extreme_of_e5m2_infinity_rounds_into_the_destination(dev: CudaRig) -> None:
+    # No store makes an infinity of e5m2 (upstream §5): Max, Min and Arg
+    # reductions store ±57344 (±0x7B) for an infinite extreme, as the scans
+    # do, in one group a row and through the finishing pass of several.
+    e5m2 = D.float8_e5m2
+    x = np.full((2, 2100), 0x3C, np.uint8)
+    x[0, [5, 1500]], x[0, [7, 2000]] = 0x7C, 0xFC
+    x[1, [3, 1030]], x[1, [9, 2099]] = 0x7B, 0xFB
+    spec = S.Reduce(programs.identity(e5m2), (S.PLAIN,), (1,), (
+        (S.Monoid.MAX, 0, e5m2), (S.Monoid.MIN, 0, e5m2), (S.Arg(S.Extreme.MAX), 0, e5m2),
+        (S.Arg(S.Extreme.MIN), 0, e5m2)))
+    xs = on(dev, x.view(e5m2.numpy_dtype))
+    for group in (4, 1):
+        dsts = [Array.empty(d, (2,), dev) for d in spec.result_dtypes()]
+        reductions.reduce(spec, dsts, [xs], group_chunks=group)
+        mx, mn, vmax, pmax, vmin, pmin = (d.to_numpy() for d in dsts)
+        assert [v.view(np.uint8).tolist() for v in (mx, mn, vmax, vmin)] == [[0x7B, 0x7B], [0xFB, 0xFB]] * 2
+        assert pmax.tolist() == [5, 3] and pmin.tolist() == [7, 9], group
 
 
 def test_integers_wrap_whatever_the_layout(dev: CudaRig) -> None:

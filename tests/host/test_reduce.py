@@ -200,6 +200,20 @@ def test_narrow_float_extremes_keep_the_terms_bits(dt: D.Dtype) -> None:
     assert bits(vmax) == bits(x[np.arange(5), pmax])
 
 
+def test_an_extreme_of_e5m2_infinity_rounds_into_the_destination() -> None:
+    # No store makes an infinity of e5m2 (upstream §5): a Max, Min or Arg
+    # reduction stores ±57344 (±0x7B) for an infinite extreme, as its scans
+    # do, and Arg's position is the first infinite term's.
+    e5m2 = D.float8_e5m2
+    x = np.array([[0x3C, 0xFC, 0x7B, 0x7C, 0x40], [0x3C, 0x40, 0xBC, 0x7B, 0xFB]],
+                 np.uint8).view(e5m2.numpy_dtype)
+    mx, mn, vmax, pmax, vmin, pmin = reduce(Array.from_numpy(x, dtype=e5m2), (1,), [
+        (MAX, 0, e5m2), (MIN, 0, e5m2), (ARGMAX, 0, e5m2), (ARGMIN, 0, e5m2)])
+    assert mx.view(np.uint8).tolist() == [0x7B, 0x7B] and mn.view(np.uint8).tolist() == [0xFB, 0xFB]
+    assert vmax.view(np.uint8).tolist() == [0x7B, 0x7B] and pmax.tolist() == [3, 3]
+    assert vmin.view(np.uint8).tolist() == [0xFB, 0xFB] and pmin.tolist() == [1, 4]
+
+
 def test_complex_max_orders_by_real_then_imaginary_part() -> None:
     x = np.array([[1 + 2j, 1 + 3j, 0 + 9j, 1 + 3j], [2 + 0j, complex(np.nan, 0), 5, 1]],
                  np.complex64)

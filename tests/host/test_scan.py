@@ -75,6 +75,27 @@ def test_float_sum_and_prod_scans_are_the_network(n: int, dt: D.Dtype) -> None:
         assert bits(q) == bits(network(p, np.multiply))
 
 
+def test_a_sum_scan_adds_its_terms_from_positive_zero() -> None:
+    # Monoid Sum adds from +0: a −0 first term gives +0, and so does every
+    # result over −0 terms alone; a carry is state 0 as it is. The operand
+    # itself is left as it was.
+    x = np.array([[-0.0, -0.0, -0.0, 1.5, -1.5], [-0.0, 2.0, -0.0, -2.0, -0.0]])
+    a = Array.from_numpy(x)
+    for reverse, want in ((False, [[0.0, 0.0, 0.0, 1.5, 0.0], [0.0, 2.0, 2.0, 0.0, 0.0]]),
+                          (True, [[0.0, 0.0, 0.0, 0.0, -1.5], [0.0, 0.0, -2.0, -2.0, 0.0]])):
+        (got,) = scan(a, 1, SUM, reverse=reverse)
+        assert bits(got) == bits(np.array(want)), reverse
+    assert bits(a.to_numpy()) == bits(x)
+    (half,) = scan(Array.from_numpy(x.astype(np.float16)), 1, SUM)
+    assert bits(half) == bits(np.array([[0.0, 0.0, 0.0, 1.5, 0.0], [0.0, 2.0, 2.0, 0.0, 0.0]], np.float16))
+    (cpx,) = scan(Array.from_numpy(np.array([[complex(-0.0, -0.0)] * 3])), 1, SUM)
+    assert not np.signbit(cpx.view(np.float64)).any()
+    (carried,) = scan(a, 1, SUM, carry=np.array([-0.0, -0.0]))
+    assert np.signbit(carried[0, :3]).all()  # −0 + −0 from a carry of −0
+    (prod,) = scan(a, 1, PROD)
+    assert np.signbit(prod[0, 0])  # a product is from its first term
+
+
 def test_a_carry_is_state_zero_and_reverse_scans_from_the_end() -> None:
     rng = np.random.default_rng(1)
     x = spread(rng, (3, 5000), np.float32)
