@@ -119,10 +119,11 @@ class Plan:
     compute on ``device``, in the caller's order. ``hook``: the first
     library's prepared hook, or ``None`` (then each library's kernel method is
     asked, as on the full path); a plan has a hook only where every operand is
-    on ``device``.
+    on ``device``. ``one``: ``dsts[0]`` where it is the only destination, else
+    ``None``.
     """
 
-    __slots__ = ("device", "dsts", "hook", "libraries", "refusal", "registry", "signature")
+    __slots__ = ("device", "dsts", "hook", "libraries", "one", "refusal", "registry", "signature")
 
     def __init__(self, signature: tuple[object, ...], registry: object, device: Rig,
                  refusal: tuple[Answer, str] | None, dsts: tuple[tuple[Dtype, Layout, int], ...],
@@ -134,6 +135,7 @@ class Plan:
         self.dsts: Final = dsts
         self.libraries: Final = libraries
         self.hook: Final = hook
+        self.one: Final = dsts[0] if len(dsts) == 1 else None
 
 
 #: Plans by signature. Each plan is kept under two keys: its signature
@@ -260,43 +262,47 @@ def _call(sp: Any, operands: Sequence[Array], dtypes: Sequence[Dtype] | None,
 
 
 def _run(plan: Plan, sp: Any, operands: Sequence[Array], name: str | None) -> tuple[Array, ...]:
-    """A call of ``plan``'s signature whose operands' buffers live: the plan's
-    refusal, or fresh destinations, the operands' read claims, the hook and
-    the release; without a hook, or with memory held exclusive, the libraries
+    """A call of ``plan``'s signature whose operands' buffers lived when the
+    plan was found: the plan's refusal, or fresh destinations, the operands'
+    read claims, the hook and the release; without a hook, or where an
+    operand's memory is held exclusive or was consumed since, the libraries
     are asked (their doors answer what the hook's caller did not test)."""
     dev = plan.device
     hook = plan.hook
-    made = plan.dsts
     if hook is None:
         if plan.refusal is not None:
             refused(name or f"nx.{sp.kernel}", plan.refusal[0], operands, plan.refusal[1])
-        fresh = tuple([_fresh(dt, lay, n, dev) for dt, lay, n in made])
+        fresh = tuple([_fresh(dt, lay, n, dev) for dt, lay, n in plan.dsts])
         return _ask(plan.libraries, sp, fresh, operands, name, dev)
     if dev._lost is not None or dev._closed:
         # Every operand is on ``dev`` (a hook's plan), and the call fits: a
         # cold call raises here too, allocating its destinations.
         dev.check()
-    if len(made) == 1:
-        dt, lay, n = made[0]
+    one = plan.one
+    if one is not None:
         out = _new_array(Array)
-        out.buffer = dev.fresh(n)
-        out.dtype = dt
-        out.layout = lay
+        out.buffer = dev.fresh(one[2])
+        out.dtype = one[0]
+        out.layout = one[1]
         dsts: tuple[Array, ...] = (out,)
     else:
-        dsts = tuple([_fresh(dt, lay, n, dev) for dt, lay, n in made])
+        dsts = tuple([_fresh(dt, lay, n, dev) for dt, lay, n in plan.dsts])
     # The destinations are fresh: no other claim can reach them before
     # ``call`` returns, so only the operands are claimed, each for reading,
-    # or none where one is held exclusive (``rig.claim``'s rule, inlined).
-    held = True
+    # or none where one is held exclusive or was consumed since ``call``
+    # found it live (``rig.claim``'s rule, inlined; the epochs are read
+    # again under the lock ``consume`` takes).
+    held = False
     with CLAIMS_LOCK:
         for o in operands:
-            if o.buffer.memory.exclusive:
+            buf = o.buffer
+            mem = buf.memory
+            if mem.exclusive or buf.epoch != mem.epoch:
+                held = True
                 break
         else:
             for o in operands:
                 o.buffer.memory.readers += 1
-            held = False
     if held:
         return _ask(plan.libraries, sp, dsts, operands, name, dev)
     try:

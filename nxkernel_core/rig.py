@@ -17,6 +17,15 @@ claim other than the caller's ``claims`` holds the memory (then it raises
 buffer's bytes raises ``ValueError`` with the reason, and a kernel answers
 ``DEAD_BUFFER`` instead. A buffer held ``exclusive`` (a donation) refuses every
 other claim.
+
+Small fresh memories (``fresh``, up to ``POOLED_BYTES``) on a plain host
+device come from a free-list per device and size: a memory's bytes go back
+to it when the memory dies and nothing else reaches them (no NumPy view, no
+buffer export: their reference counts say so), and leave it zeroed. Each
+free-list is taken from and given to by one C call on a list (``pop``,
+``append``), which no other thread interleaves (the GIL, or a free-threaded
+build's lock on the list), so two threads never get one block; a block is in
+a free-list only while no memory holds it.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from sys import getrefcount
 from types import TracebackType
 from typing import Any, Final, final
 
@@ -63,6 +73,11 @@ __all__ = [
 ALIGNMENT: Final = 64
 #: The most bytes an allocation may ask for (an address space of 63 bits, less the alignment).
 _MAX_BYTES: Final = (1 << 63) - 1 - ALIGNMENT
+#: Fresh memories of 1 to this many bytes are pooled (see the module's doc).
+POOLED_BYTES: Final = 4096
+#: The most blocks a free-list keeps, and the most sizes a device pools.
+_POOL_DEPTH: Final = 8
+_POOL_SIZES: Final = 64
 
 
 class OutOfMemory(MemoryError):
@@ -95,6 +110,15 @@ _addressof: Final = ctypes.addressof
 _from_buffer: Final[Callable[[Any], ctypes.c_char]] = ctypes.c_char.from_buffer
 
 
+def _aligned(nbytes: int) -> npt.NDArray[np.uint8]:
+    """``nbytes`` fresh zero bytes of host memory, the first aligned to ``ALIGNMENT``."""
+    raw = _zeros(nbytes + ALIGNMENT, _uint8)
+    # The address through ctypes' from_buffer: ``raw.ctypes.data`` costs
+    # microseconds a call.
+    start = (-_addressof(_from_buffer(raw))) % ALIGNMENT
+    return raw[start : start + nbytes]
+
+
 class Rig:
     """A device: a name, a model, its memory, and whether the host addresses it.
 
@@ -114,6 +138,9 @@ class Rig:
         self._closed = False
         self._in_use = 0
         self._lock = threading.Lock()
+        #: The free-lists of pooled blocks, by size (see the module's doc);
+        #: a size's list, once made, stays.
+        self._pool: Final[dict[int, list[npt.NDArray[np.uint8]]]] = {}
         #: Whether ``fresh`` and a memory's release may inline ``allocate``'s
         #: and ``_release``'s steps: no budget, and this class's allocator.
         cls = type(self)
@@ -146,6 +173,7 @@ class Rig:
         """Mark the device lost, once and for good (a driver fault, a failed hand-over)."""
         if self._lost is None:
             self._lost = why
+        self._drain()
 
     def check(self) -> None:
         """Raise ``Lost`` if the device is lost, ``ValueError`` if closed."""
@@ -163,13 +191,16 @@ class Rig:
         """Close the device: it leaves the registry and refuses new allocations."""
         self._closed = True
         _unregister(self)
+        self._drain()
 
     # ---- memory -----------------------------------------------------------------
 
     @property
     def in_use(self) -> int:
-        """Bytes allocated on this device and not yet released."""
-        return self._in_use
+        """Bytes allocated on this device and not yet released (a pooled block
+        waiting in its free-list is released)."""
+        with self._lock:
+            return self._in_use - sum([n * len(free) for n, free in list(self._pool.items())])
 
     def allocate(self, nbytes: int, access: Access = Access.READ_WRITE) -> Memory:
         """A fresh zeroed memory of ``nbytes``; ``OutOfMemory`` past the budget or
@@ -196,17 +227,22 @@ class Rig:
         """A buffer spanning a fresh zeroed read-write memory of ``nbytes``
         (``allocate``'s, and its errors), made without ``Buffer``'s frozen
         constructor: every call allocates its destinations. On an open device
-        of host memory, without a budget, ``allocate``'s steps are inlined."""
+        of host memory, without a budget, ``allocate``'s steps are inlined and
+        a small memory's bytes come from the device's pool where it holds a
+        block of that size."""
         if (self._plain and self._lost is None and not self._closed
                 and 0 <= nbytes <= _MAX_BYTES):
-            try:
-                raw = _zeros(nbytes + ALIGNMENT, _uint8)
-            except MemoryError:
-                raise OutOfMemory(self, nbytes) from None
-            start = (-_addressof(_from_buffer(raw))) % ALIGNMENT
-            with self._lock:
-                self._in_use += nbytes
-            mem = Memory(self, nbytes, Access.READ_WRITE, raw[start : start + nbytes])
+            free = self._pool.get(nbytes)
+            if free:
+                try:
+                    hb = free.pop()
+                except IndexError:  # another thread took the last block
+                    mem = self._plain_memory(nbytes)
+                else:
+                    hb.fill(0)
+                    mem = _PooledMemory(self, nbytes, Access.READ_WRITE, hb)
+            else:
+                mem = self._plain_memory(nbytes)
         else:
             mem = self.allocate(nbytes)
         b = _new_buffer(Buffer)
@@ -216,14 +252,37 @@ class Rig:
         _set_epoch(b, 0)
         return b
 
+    def _plain_memory(self, nbytes: int) -> Memory:
+        """``allocate``'s read-write memory of ``nbytes`` on an open plain
+        device, made anew: one whose bytes go back to the pool when it dies
+        where its size is pooled (within ``_POOL_SIZES`` sizes)."""
+        try:
+            hb = _aligned(nbytes)
+        except MemoryError:
+            raise OutOfMemory(self, nbytes) from None
+        with self._lock:
+            self._in_use += nbytes
+        pool = self._pool
+        if 0 < nbytes <= POOLED_BYTES and (nbytes in pool or len(pool) < _POOL_SIZES):
+            pool.setdefault(nbytes, [])
+            return _PooledMemory(self, nbytes, Access.READ_WRITE, hb)
+        return Memory(self, nbytes, Access.READ_WRITE, hb)
+
+    def _drain(self) -> None:
+        """Release every pooled block (the device is closed or lost)."""
+        with self._lock:
+            for n, free in list(self._pool.items()):
+                while free:
+                    try:
+                        free.pop()
+                    except IndexError:  # another thread took the last block
+                        break
+                    self._in_use -= n
+
     def _allocate(self, nbytes: int) -> npt.NDArray[np.uint8] | None:
         """The bytes of a new memory, or ``None`` where the host does not address
         them (a subclass keeps its own handle)."""
-        raw = _zeros(nbytes + ALIGNMENT, _uint8)
-        # The address through ctypes' from_buffer: ``raw.ctypes.data`` costs
-        # microseconds a call.
-        start = (-_addressof(_from_buffer(raw))) % ALIGNMENT
-        return raw[start : start + nbytes]
+        return _aligned(nbytes)
 
     def _release(self, memory: Memory) -> None:
         with self._lock:
@@ -396,6 +455,33 @@ class Memory:
                         dev._in_use -= self.nbytes
                 else:
                     dev._release(self)
+        except Exception:  # interpreter shutdown: the device may be gone
+            pass
+
+
+@final
+class _PooledMemory(Memory):
+    """A memory whose bytes came from its device's pool (``Rig.fresh``) and
+    go back to it when it dies, where nothing else reaches them."""
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        try:
+            dev = self.device
+            if dev._lost is None:
+                hb = self.host_bytes
+                free = dev._pool[self.nbytes]
+                # Nothing else reaches the bytes where ``hb`` is held only by
+                # this memory, the name ``hb`` and getrefcount's argument, and
+                # its base (the allocation) only by ``hb`` and the argument:
+                # every NumPy view holds the base, every buffer export ``hb``.
+                if (hb is not None and not dev._closed and len(free) < _POOL_DEPTH
+                        and getrefcount(hb) == 3 and getrefcount(hb.base) == 2):
+                    free.append(hb)
+                else:
+                    with dev._lock:
+                        dev._in_use -= self.nbytes
         except Exception:  # interpreter shutdown: the device may be gone
             pass
 

@@ -5,6 +5,7 @@ device, nor one with a dead buffer, a lost device or memory held exclusive."""
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -392,3 +393,66 @@ def test_a_warm_call_answers_what_a_cold_call_answers(scenario: Any) -> None:
     assert warm == cold
     if scenario is not _layouts:
         assert warm[0] != "done", warm
+
+
+class _ConsumingRig(rig.Rig):
+    """A host-memory device that consumes ``victim`` while it allocates a
+    call's destinations: another thread's consume landing between the warm
+    call's test of the epochs and its claims."""
+
+    victim: rig.Buffer | None = None
+
+    def fresh(self, nbytes: int) -> rig.Buffer:
+        buf = super().fresh(nbytes)
+        victim, self.victim = self.victim, None
+        if victim is not None:
+            rig.consume(victim, "consumed meanwhile")
+        return buf
+
+
+def test_a_warm_call_claims_no_buffer_consumed_since_it_was_found_live() -> None:
+    dev = _ConsumingRig("caller-consuming", model="memory")
+    rig.register(dev)
+    try:
+        x = f32(range(8), dev)
+        nx.add(x, x)
+        assert bits(nx.add(x, x)) == (2 * np.arange(8, dtype=np.float32)).tobytes()
+        dev.victim = x.buffer
+        with pytest.raises(InvalidArgument, match="operand 1 was consumed, consumed meanwhile"):
+            nx.add(x, x)
+        assert x.buffer.memory.readers == 0
+    finally:
+        dev.close()
+
+
+def test_threads_on_one_warm_plan_get_their_own_bits_and_memory() -> None:
+    """Threads calling the same warm plans (one nx.add and nx.sum signature,
+    each thread its own values) at once: every result has its thread's bits,
+    and results a thread keeps are never written by another's call (no two
+    live results share a pooled block)."""
+    x = f32(np.linspace(-3, 5, 8))
+    ys = [f32(np.arange(8) * (k + 1)) for k in range(4)]
+    nx.add(x, ys[0])
+    nx.sum(ys[0])
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        y = ys[k]
+        want_add = (x.to_numpy() + y.to_numpy()).tobytes()
+        want_sum = bits(nx.sum(y))
+        kept: list[Array] = []
+        for _ in range(300):
+            r = nx.add(x, y)
+            if bits(r) != want_add or bits(nx.sum(y)) != want_sum:
+                errors.append(f"thread {k}: wrong bits")
+            kept.append(r)
+            if len(kept) > 4 and bits(kept.pop(0)) != want_add:
+                errors.append(f"thread {k}: a kept result was written by another call")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert x.buffer.memory.readers == 0 and all(y.buffer.memory.readers == 0 for y in ys)

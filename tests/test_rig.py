@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
+import threading
+from collections.abc import Callable, Iterator
+from typing import cast
+
 import numpy as np
 import pytest
 
@@ -190,3 +195,124 @@ def test_fresh_buffers_come_from_a_devices_own_allocator() -> None:
         assert x.device is dev and y.device is dev and b.memory.device is dev
     finally:
         dev.close()
+
+
+# --------------------------------------------------------------------------
+# The pool of small fresh memories
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pooled() -> Iterator[rig.Rig]:
+    dev = rig.memory_device("mem-pooled")
+    yield dev
+    dev.close()
+
+
+def _address(buf: rig.Buffer) -> int:
+    hb = buf.memory.host_bytes
+    assert hb is not None
+    return int(hb.ctypes.data)
+
+
+def test_a_dead_memorys_block_is_handed_out_again_zeroed_and_aligned(pooled: rig.Rig) -> None:
+    a = pooled.fresh(24)
+    a.host_view()[:] = 0xAB
+    where = _address(a)
+    assert pooled.in_use == 24
+    del a
+    assert pooled.in_use == 0  # a block waiting in its free-list is released
+    b = pooled.fresh(24)
+    assert _address(b) == where, "the block came back from the pool"
+    assert b.host_view().tobytes() == bytes(24)
+    assert where % rig.ALIGNMENT == 0 and b.length == b.memory.nbytes == 24
+    assert pooled.in_use == 24
+
+
+def test_a_block_is_never_handed_out_while_anything_reaches_its_bytes(pooled: rig.Rig) -> None:
+    """A NumPy view, a view of a view, an exported buffer or ctypes' hold on
+    a dead memory's bytes keeps its block out of the pool: no later fresh
+    memory shares a byte with them, and their bytes stay as they were."""
+    holds: list[Callable[[np.ndarray], object]] = [
+        lambda hb: hb[2:5], lambda hb: hb.view(np.float32)[1:],
+        lambda hb: memoryview(hb),  # type: ignore[arg-type]
+        lambda hb: np.frombuffer(hb, np.uint8), lambda hb: hb.reshape(2, 8).T,
+        lambda hb: ctypes.c_char.from_buffer(hb),  # type: ignore[arg-type]
+        lambda hb: cast(np.ndarray, hb.base)[:0]]
+    for hold in holds:
+        a = pooled.fresh(16)
+        hb = a.memory.host_bytes
+        assert hb is not None
+        hb[:] = 7
+        held, where = hold(hb), int(hb.ctypes.data)
+        del a, hb
+        fresh = [pooled.fresh(16) for _ in range(12)]
+        assert all(_address(f) != where for f in fresh)
+        for f in fresh:
+            f.host_view()[:] = 1
+        view = held if isinstance(held, np.ndarray) else None
+        if view is not None:
+            assert (view.view(np.uint8) == 7).all()
+        del held, view, fresh
+
+
+def test_two_threads_never_get_one_block(pooled: rig.Rig) -> None:
+    """Threads taking and dropping small memories of one size at once: every
+    memory alive at one time has its own block, and writes to one never reach
+    another."""
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        mine: list[rig.Buffer] = []
+        for r in range(400):
+            b = pooled.fresh(32)
+            view = b.host_view()
+            if view.any():
+                errors.append("a fresh block was not zeroed")
+            view[:] = k
+            mine.append(b)
+            if len(mine) > 3:
+                old = mine.pop(0)
+                if (old.host_view() != k).any():
+                    errors.append(f"thread {k}: a block it held was written by another")
+            if r % 50 == 0:
+                live = {_address(x) for x in mine}
+                if len(live) != len(mine):
+                    errors.append("two live memories share a block")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert pooled.in_use == 0
+
+
+def test_closing_or_losing_a_device_releases_its_pool() -> None:
+    for end in ("close", "lose"):
+        dev = rig.memory_device(f"mem-pool-{end}")
+        try:
+            bufs = [dev.fresh(n) for n in (8, 8, 100)]
+            del bufs
+            assert sum(len(free) for free in dev._pool.values()) == 3
+            dev.close() if end == "close" else dev.lose("a test pulled it")
+            assert sum(len(free) for free in dev._pool.values()) == 0
+            if end == "close":
+                assert dev.in_use == 0
+        finally:
+            dev.close()
+
+
+def test_only_small_fresh_memories_of_a_plain_device_are_pooled(pooled: rig.Rig) -> None:
+    big = pooled.fresh(rig.POOLED_BYTES + 1)
+    empty = pooled.fresh(0)
+    read_only = rig.Buffer.create(pooled, 16, rig.Access.READ)
+    budgeted = rig.memory_device("mem-pool-budget", budget=1000)
+    try:
+        capped = budgeted.fresh(16)
+        del big, empty, read_only, capped
+        assert list(pooled._pool) == [] and list(budgeted._pool) == []
+        assert pooled.in_use == 0 and budgeted.in_use == 0
+    finally:
+        budgeted.close()
