@@ -18,13 +18,16 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from nxkernel_core import dtype as D
 from nxkernel_core import shape as SH
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.layout import Layout
+from nxkernel_core.prog import Binary, Op2
 from nxkernel_core.shape import Shape
 from nxkernel_core.spec import Map, Plain
 
+from . import bytekernels as B
 from . import program, views
 from .family import Family, Hook
 from .kinds import Impl
@@ -98,12 +101,15 @@ def prepare(spec: Map, dsts: tuple[tuple[Dtype, Layout], ...],
         writes = [views.fresh(dt, lay) for dt, lay in dsts]
         if ev.single is not None:
             spans = [views.flat(dt, lay) for dt, lay in operands]
-            if (len(spans) == 2 and ev.single[1] == (0, 1) and len(loop) == 1
-                    and program.ERRSTATE is not None):
+            if len(spans) == 2 and ev.single[1] == (0, 1) and len(loop) == 1:
                 s0, s1 = spans
                 if s0 is not None and s1 is not None:
-                    return _binary(ev.single[0], s0, s1, dsts[0][0].numpy_dtype,
-                                   program.ERRSTATE)
+                    op = _byte_op(spec, dsts[0][0], operands)
+                    if op is not None:
+                        return _binary_bytes(op, dsts[0][0] is D.float64, s0[2], s1[2], n)
+                    if program.ERRSTATE is not None:
+                        return _binary(ev.single[0], s0, s1, dsts[0][0].numpy_dtype,
+                                       program.ERRSTATE)
             return _single(ev.single, reads, writes[0])
 
         def small(sp: Map, ds: Sequence[Array], ops: Sequence[Array]) -> None:
@@ -116,6 +122,37 @@ def prepare(spec: Map, dsts: tuple[tuple[Dtype, Layout], ...],
         _compute(sp, ds, ops, ev, loop, False)
 
     return hook
+
+
+#: The kinds ``bytekernels.binary`` computes, by its operation.
+_BYTE_OPS: Final[dict[object, int]] = {Binary.ADD: B.ADD, Binary.SUB: B.SUB, Binary.MUL: B.MUL}
+
+
+def _byte_op(spec: Map, dt: Dtype, operands: tuple[tuple[Dtype, Layout], ...]) -> int | None:
+    """``bytekernels.binary``'s operation for a program of one ``ADD``,
+    ``SUB`` or ``MUL`` step of its two operands in order (the caller found
+    so), all of float32 or float64 ``dt``; else None."""
+    node = spec.prog.nodes[spec.prog.outs[0]]
+    if (not isinstance(node, Op2) or dt not in (D.float32, D.float64)
+            or any(o is not dt for o, _ in operands)):
+        return None
+    return _BYTE_OPS.get(node.kind)
+
+
+def _binary_bytes(op: int, wide: bool, f0: int, f1: int, n: int) -> Hook:
+    """The small call of one ``bytekernels.binary`` operation on two 1-D
+    contiguous operands into a fresh 1-D destination: the memories' bytes
+    handed over straight, the elements starting ``f0`` and ``f1`` bytes into
+    the operands' buffers."""
+    kernel = B.binary
+
+    def binary(sp: Map, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        ab, bb = ops[0].buffer, ops[1].buffer
+        kernel(op, wide, ab.memory.host_bytes, ab.offset + f0,  # type: ignore[arg-type]
+               bb.memory.host_bytes, bb.offset + f1,  # type: ignore[arg-type]
+               ds[0].buffer.memory.host_bytes, n)  # type: ignore[arg-type]
+
+    return binary
 
 
 def _binary(impl: Impl, s0: tuple[np.dtype[Any], int, int], s1: tuple[np.dtype[Any], int, int],

@@ -21,6 +21,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.layout import Layout
 
+from . import bytekernels as B
 from . import lanes as L
 from . import pool, views
 from .family import Hook
@@ -430,7 +431,8 @@ def _prepared_sum(spec: S.Reduce, dt: Dtype, layout: Layout) -> Hook | None:
     ``BLOCK`` terms on this thread: ``sum_blocks`` straight from the
     operand's bytes into the destination's, the step ``lane_sum`` takes for
     such rows (one block: no tree; below ``MIN_PARALLEL``: no threads), so
-    the same bits. None for any other reduction."""
+    the same bits (``bytekernels.sum_rows``, from the memories' bytes).
+    None for any other reduction."""
     rank = len(layout.shape)
     k = len(spec.axes)
     if len(spec.reductions) != 1:
@@ -445,15 +447,13 @@ def _prepared_sum(spec: S.Reduce, dt: Dtype, layout: Layout) -> Hook | None:
     # results; and rows of no term are +0 without a kernel.
     if not 1 <= n <= L.BLOCK or rows * n >= pool.MIN_PARALLEL or (n <= 16 and rows >= 16):
         return None
-    t = dt.numpy_dtype
-    first = layout.offset * t.itemsize
-    terms, into = (rows, n), (rows, 1)
-    blocks = L.sum_blocks
-    ndarray = np.ndarray
+    first = layout.offset * dt.numpy_dtype.itemsize
+    wide = dt is D.float64
+    kernel = B.sum_rows
 
     def lane_sum(sp: S.Reduce, ds: Sequence[Array], ops: Sequence[Array]) -> None:
         buf = ops[0].buffer
-        blocks(ndarray(terms, t, buf.memory.host_bytes, buf.offset + first),
-               ndarray(into, t, ds[0].buffer.memory.host_bytes))
+        kernel(wide, buf.memory.host_bytes, buf.offset + first, rows, n,  # type: ignore[arg-type]
+               ds[0].buffer.memory.host_bytes)  # type: ignore[arg-type]
 
     return lane_sum
