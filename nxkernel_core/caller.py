@@ -186,7 +186,7 @@ def _fresh(dt: Dtype, layout: Layout, nbytes: int, dev: Rig) -> Array:
     """A fresh array of zero bits: what ``Array.empty`` makes, from the plan's
     layout and size (saving the layout's look-up and the size's arithmetic)."""
     out = _new_array(Array)
-    out.buffer = dev.fresh(nbytes)
+    out.buffer = dev.pooled(nbytes)
     out.dtype = dt
     out.layout = layout
     return out
@@ -281,7 +281,7 @@ def _run(plan: Plan, sp: Any, operands: Sequence[Array], name: str | None) -> tu
     one = plan.one
     if one is not None:
         out = _new_array(Array)
-        out.buffer = dev.fresh(one[2])
+        out.buffer = dev.pooled(one[2])
         out.dtype = one[0]
         out.layout = one[1]
         dsts: tuple[Array, ...] = (out,)

@@ -18,14 +18,18 @@ buffer's bytes raises ``ValueError`` with the reason, and a kernel answers
 ``DEAD_BUFFER`` instead. A buffer held ``exclusive`` (a donation) refuses every
 other claim.
 
-Small fresh memories (``fresh``, up to ``POOLED_BYTES``) on a plain host
-device come from a free-list per device and size: a memory's bytes go back
-to it when the memory dies and nothing else reaches them (no NumPy view, no
-buffer export: their reference counts say so), and leave it zeroed. Each
-free-list is taken from and given to by one C call on a list (``pop``,
-``append``), which no other thread interleaves (the GIL, or a free-threaded
-build's lock on the list), so two threads never get one block; a block is in
-a free-list only while no memory holds it.
+Small buffers for calls' destinations (``pooled``, up to ``POOLED_BYTES``)
+on a plain host device are pooled: each size keeps a ring of the last
+buffers it made, and ``pooled`` hands one out again once nothing else
+reaches it: no array, buffer, claim, NumPy view or buffer export holds the
+buffer, its memory or its bytes (their reference counts say so) and no weak
+reference watches the memory. Its memory is then made as new (epoch 0,
+zeroed). A ring is taken from and given to by one C call on a deque
+(``popleft``, ``append``), which no other thread interleaves, so a buffer is
+out of its ring while one thread tests it, and two threads never get one
+buffer. Pooling needs the GIL (the reference counts of a free-threaded build
+are not exact while other threads run): a free-threaded build allocates
+every buffer.
 """
 
 from __future__ import annotations
@@ -37,13 +41,16 @@ import difflib
 import enum
 import itertools
 import os
+import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from sys import getrefcount
 from types import TracebackType
 from typing import Any, Final, final
+from weakref import getweakrefcount
 
 import numpy as np
 import numpy.typing as npt
@@ -73,11 +80,15 @@ __all__ = [
 ALIGNMENT: Final = 64
 #: The most bytes an allocation may ask for (an address space of 63 bits, less the alignment).
 _MAX_BYTES: Final = (1 << 63) - 1 - ALIGNMENT
-#: Fresh memories of 1 to this many bytes are pooled (see the module's doc).
+#: Fresh buffers of 1 to this many bytes are pooled (see the module's doc).
 POOLED_BYTES: Final = 4096
-#: The most blocks a free-list keeps, and the most sizes a device pools.
+#: The most buffers a ring keeps, and the most sizes a device pools.
 _POOL_DEPTH: Final = 8
 _POOL_SIZES: Final = 64
+#: ``Rig.pooled`` tests at most this many buffers of a ring.
+_TRIES: Final = (0, 1)
+#: Whether this interpreter has a GIL (``sys._is_gil_enabled`` is 3.13's).
+_GIL: Final[bool] = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
 class OutOfMemory(MemoryError):
@@ -138,9 +149,9 @@ class Rig:
         self._closed = False
         self._in_use = 0
         self._lock = threading.Lock()
-        #: The free-lists of pooled blocks, by size (see the module's doc);
-        #: a size's list, once made, stays.
-        self._pool: Final[dict[int, list[npt.NDArray[np.uint8]]]] = {}
+        #: The rings of pooled buffers, by size (see the module's doc); a
+        #: size's ring, once made, stays.
+        self._rings: Final[dict[int, deque[Buffer]]] = {}
         #: Whether ``fresh`` and a memory's release may inline ``allocate``'s
         #: and ``_release``'s steps: no budget, and this class's allocator.
         cls = type(self)
@@ -197,10 +208,16 @@ class Rig:
 
     @property
     def in_use(self) -> int:
-        """Bytes allocated on this device and not yet released (a pooled block
-        waiting in its free-list is released)."""
+        """Bytes allocated on this device and not yet released (a pooled
+        buffer nothing else reaches is released)."""
         with self._lock:
-            return self._in_use - sum([n * len(free) for n, free in list(self._pool.items())])
+            idle = 0
+            for n, ring in list(self._rings.items()):
+                for buf in list(ring):
+                    # Held by the ring, the list and the name.
+                    if _idle(buf, 3):
+                        idle += n
+            return self._in_use - idle
 
     def allocate(self, nbytes: int, access: Access = Access.READ_WRITE) -> Memory:
         """A fresh zeroed memory of ``nbytes``; ``OutOfMemory`` past the budget or
@@ -226,25 +243,11 @@ class Rig:
     def fresh(self, nbytes: int) -> Buffer:
         """A buffer spanning a fresh zeroed read-write memory of ``nbytes``
         (``allocate``'s, and its errors), made without ``Buffer``'s frozen
-        constructor: every call allocates its destinations. On an open device
-        of host memory, without a budget, ``allocate``'s steps are inlined and
-        a small memory's bytes come from the device's pool where it holds a
-        block of that size."""
-        if (self._plain and self._lost is None and not self._closed
-                and 0 <= nbytes <= _MAX_BYTES):
-            free = self._pool.get(nbytes)
-            if free:
-                try:
-                    hb = free.pop()
-                except IndexError:  # another thread took the last block
-                    mem = self._plain_memory(nbytes)
-                else:
-                    hb.fill(0)
-                    mem = _PooledMemory(self, nbytes, Access.READ_WRITE, hb)
-            else:
-                mem = self._plain_memory(nbytes)
-        else:
-            mem = self.allocate(nbytes)
+        constructor. On an open device of host memory, without a budget,
+        ``allocate``'s steps are inlined."""
+        if self._plain and self._lost is None and not self._closed and 0 <= nbytes <= _MAX_BYTES:
+            return self._made(nbytes)
+        mem = self.allocate(nbytes)
         b = _new_buffer(Buffer)
         _set_memory(b, mem)
         _set_offset(b, 0)
@@ -252,32 +255,67 @@ class Rig:
         _set_epoch(b, 0)
         return b
 
-    def _plain_memory(self, nbytes: int) -> Memory:
-        """``allocate``'s read-write memory of ``nbytes`` on an open plain
-        device, made anew: one whose bytes go back to the pool when it dies
-        where its size is pooled (within ``_POOL_SIZES`` sizes)."""
+    def pooled(self, nbytes: int) -> Buffer:
+        """``fresh``'s buffer, for a call's destinations (every warm call
+        allocates them): one of the pool's buffers of ``nbytes`` that nothing
+        else reaches, its memory made as new, where the device pools them
+        (see the module's doc); else ``fresh``'s, kept in the pool."""
+        if not (self._plain and self._lost is None and not self._closed
+                and 0 < nbytes <= POOLED_BYTES and _GIL):
+            return self.fresh(nbytes)
+        ring = self._rings.get(nbytes)
+        if ring is None:
+            if len(self._rings) >= _POOL_SIZES:
+                return self._made(nbytes)
+            ring = self._rings.setdefault(nbytes, deque())
+        for _ in _TRIES:
+            try:
+                buf = ring.popleft()
+            except IndexError:  # the ring is empty, or out with other threads
+                break
+            mem = buf.memory
+            hb = mem.host_bytes
+            # ``_idle(buf, 1)``, inlined: held by the name ``buf`` alone.
+            if (getrefcount(buf) == 2 and getrefcount(mem) == 3 and getrefcount(hb) == 3
+                    and getrefcount(hb.base) == 2):  # type: ignore[union-attr]
+                if not getweakrefcount(mem):
+                    if mem.epoch:
+                        mem.consumed = ()
+                        mem.epoch = 0
+                    hb.fill(0)  # type: ignore[union-attr]
+                    ring.append(buf)
+                    return buf
+                # Watched: it leaves the pool, so that its watchers see it die.
+            else:
+                ring.append(buf)  # busy: to the back of the ring
+        buf = self._made(nbytes)
+        if len(ring) >= _POOL_DEPTH:
+            with contextlib.suppress(IndexError):  # out with other threads
+                ring.popleft()  # the oldest leaves the pool
+        ring.append(buf)
+        return buf
+
+    def _made(self, nbytes: int) -> Buffer:
+        """A buffer over a new zeroed read-write memory of ``nbytes`` on an
+        open plain device (``allocate``'s steps, inlined)."""
         try:
             hb = _aligned(nbytes)
         except MemoryError:
             raise OutOfMemory(self, nbytes) from None
         with self._lock:
             self._in_use += nbytes
-        pool = self._pool
-        if 0 < nbytes <= POOLED_BYTES and (nbytes in pool or len(pool) < _POOL_SIZES):
-            pool.setdefault(nbytes, [])
-            return _PooledMemory(self, nbytes, Access.READ_WRITE, hb)
-        return Memory(self, nbytes, Access.READ_WRITE, hb)
+        b = _new_buffer(Buffer)
+        _set_memory(b, Memory(self, nbytes, Access.READ_WRITE, hb))
+        _set_offset(b, 0)
+        _set_length(b, nbytes)
+        _set_epoch(b, 0)
+        return b
 
     def _drain(self) -> None:
-        """Release every pooled block (the device is closed or lost)."""
-        with self._lock:
-            for n, free in list(self._pool.items()):
-                while free:
-                    try:
-                        free.pop()
-                    except IndexError:  # another thread took the last block
-                        break
-                    self._in_use -= n
+        """Empty the pool (the device is closed or lost): each buffer goes
+        when nothing else holds it."""
+        for ring in list(self._rings.values()):
+            ring.clear()
 
     def _allocate(self, nbytes: int) -> npt.NDArray[np.uint8] | None:
         """The bytes of a new memory, or ``None`` where the host does not address
@@ -460,33 +498,6 @@ class Memory:
 
 
 @final
-class _PooledMemory(Memory):
-    """A memory whose bytes came from its device's pool (``Rig.fresh``) and
-    go back to it when it dies, where nothing else reaches them."""
-
-    __slots__ = ()
-
-    def __del__(self) -> None:
-        try:
-            dev = self.device
-            if dev._lost is None:
-                hb = self.host_bytes
-                free = dev._pool[self.nbytes]
-                # Nothing else reaches the bytes where ``hb`` is held only by
-                # this memory, the name ``hb`` and getrefcount's argument, and
-                # its base (the allocation) only by ``hb`` and the argument:
-                # every NumPy view holds the base, every buffer export ``hb``.
-                if (hb is not None and not dev._closed and len(free) < _POOL_DEPTH
-                        and getrefcount(hb) == 3 and getrefcount(hb.base) == 2):
-                    free.append(hb)
-                else:
-                    with dev._lock:
-                        dev._in_use -= self.nbytes
-        except Exception:  # interpreter shutdown: the device may be gone
-            pass
-
-
-@final
 @dataclass(frozen=True, slots=True, eq=False)
 class Buffer:
     """A byte range ``[offset, offset + length)`` of one memory, made at ``epoch``."""
@@ -566,6 +577,19 @@ class Buffer:
         if hb is None:
             raise ValueError(f"Buffer.host_view: {self.device.name}'s memory is not host memory")
         return hb[self.offset : self.offset + self.length]
+
+
+def _idle(buf: Buffer, held: int) -> bool:
+    """Whether nothing but ``held`` references to pooled ``buf`` reaches it:
+    no other reference to the buffer, its memory (the buffer's alone), its
+    bytes (the memory's alone) or the allocation under them (the bytes'
+    alone); every NumPy view holds the allocation, every buffer export the
+    bytes, every claim the memory. The counts include this function's names
+    and getrefcount's argument."""
+    mem = buf.memory
+    hb = mem.host_bytes
+    return (getrefcount(buf) == held + 2 and getrefcount(mem) == 3 and hb is not None
+            and getrefcount(hb) == 3 and getrefcount(hb.base) == 2 and not getweakrefcount(mem))
 
 
 #: A Buffer's fields set through their slots: what its frozen constructor

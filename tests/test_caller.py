@@ -402,8 +402,8 @@ class _ConsumingRig(rig.Rig):
 
     victim: rig.Buffer | None = None
 
-    def fresh(self, nbytes: int) -> rig.Buffer:
-        buf = super().fresh(nbytes)
+    def pooled(self, nbytes: int) -> rig.Buffer:
+        buf = super().pooled(nbytes)
         victim, self.victim = self.victim, None
         if victim is not None:
             rig.consume(victim, "consumed meanwhile")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import cast
 
@@ -13,6 +14,7 @@ import pytest
 from nxkernel_core import dtype as D
 from nxkernel_core import rig
 from nxkernel_core.array import Array
+from nxkernel_core.layout import Layout
 
 
 def test_host_is_registered_and_shares_host_memory() -> None:
@@ -174,9 +176,9 @@ def test_devices_are_named_from_the_first_statement() -> None:
 
 
 def test_fresh_buffers_come_from_a_devices_own_allocator() -> None:
-    """``Rig.fresh`` (a warm call's destinations, ``Buffer.create``) inlines the
-    host allocator only for a device that keeps it: one overriding
-    ``allocate`` gets every fresh buffer from its own."""
+    """``Rig.fresh`` (``Buffer.create``) and ``Rig.pooled`` (a warm call's
+    destinations) inline the host allocator, and pool, only for a device that
+    keeps it: one overriding ``allocate`` gets every fresh buffer from its own."""
 
     class Counting(rig.Rig):
         made = 0
@@ -191,19 +193,20 @@ def test_fresh_buffers_come_from_a_devices_own_allocator() -> None:
         x = Array.from_numpy(np.arange(4, dtype=np.float32), dev)
         y = Array.empty(D.float32, [4], dev)
         b = dev.fresh(8)
-        assert Counting.made == 3 and dev.in_use == 40
-        assert x.device is dev and y.device is dev and b.memory.device is dev
+        c = dev.pooled(8)
+        assert Counting.made == 4 and dev.in_use == 48 and not dev._rings
+        assert x.device is dev and y.device is dev and b.memory.device is dev is c.memory.device
     finally:
         dev.close()
 
 
 # --------------------------------------------------------------------------
-# The pool of small fresh memories
+# The pool of calls' destinations
 # --------------------------------------------------------------------------
 
 
 @pytest.fixture
-def pooled() -> Iterator[rig.Rig]:
+def pooling() -> Iterator[rig.Rig]:
     dev = rig.memory_device("mem-pooled")
     yield dev
     dev.close()
@@ -215,70 +218,89 @@ def _address(buf: rig.Buffer) -> int:
     return int(hb.ctypes.data)
 
 
-def test_a_dead_memorys_block_is_handed_out_again_zeroed_and_aligned(pooled: rig.Rig) -> None:
-    a = pooled.fresh(24)
+def test_a_buffer_nothing_reaches_is_handed_out_again_zeroed_aligned_and_live(
+        pooling: rig.Rig) -> None:
+    a = pooling.pooled(24)
     a.host_view()[:] = 0xAB
     where = _address(a)
-    assert pooled.in_use == 24
+    assert pooling.in_use == 24
     del a
-    assert pooled.in_use == 0  # a block waiting in its free-list is released
-    b = pooled.fresh(24)
-    assert _address(b) == where, "the block came back from the pool"
+    assert pooling.in_use == 0  # a pooled buffer nothing else reaches is released
+    b = pooling.pooled(24)
+    assert _address(b) == where, "the buffer came back from the pool"
     assert b.host_view().tobytes() == bytes(24)
-    assert where % rig.ALIGNMENT == 0 and b.length == b.memory.nbytes == 24
-    assert pooled.in_use == 24
+    assert where % rig.ALIGNMENT == 0 and b.spans() and b.length == 24
+    assert pooling.in_use == 24
+    # A consumed memory comes back as new: its pooled buffer lives again.
+    rig.consume(b, "moved")
+    assert b.dead == "moved"
+    del b
+    c = pooling.pooled(24)
+    assert _address(c) == where and c.dead is None and c.memory.epoch == 0
+    c.check_live()
 
 
-def test_a_block_is_never_handed_out_while_anything_reaches_its_bytes(pooled: rig.Rig) -> None:
-    """A NumPy view, a view of a view, an exported buffer or ctypes' hold on
-    a dead memory's bytes keeps its block out of the pool: no later fresh
-    memory shares a byte with them, and their bytes stay as they were."""
-    holds: list[Callable[[np.ndarray], object]] = [
-        lambda hb: hb[2:5], lambda hb: hb.view(np.float32)[1:],
-        lambda hb: memoryview(hb),  # type: ignore[arg-type]
-        lambda hb: np.frombuffer(hb, np.uint8), lambda hb: hb.reshape(2, 8).T,
-        lambda hb: ctypes.c_char.from_buffer(hb),  # type: ignore[arg-type]
-        lambda hb: cast(np.ndarray, hb.base)[:0]]
+def test_a_buffer_is_never_handed_out_while_anything_reaches_it(pooling: rig.Rig) -> None:
+    """An array, the buffer, its memory, a view of the buffer, a consumed
+    buffer's successor, a claim, a NumPy view of its bytes (or of a view), an
+    exported buffer or ctypes' hold keeps a pooled buffer out of every later
+    fresh one, and its bytes as they were."""
+    holds: list[Callable[[rig.Buffer], object]] = [
+        lambda b: Array(D.uint8, Layout.c_contiguous((16,)), b), lambda b: b,
+        lambda b: b.memory, lambda b: b.view(4, 4), lambda b: rig.consume(b, "moved"),
+        lambda b: rig.claim(read=[b]), lambda b: b.host_view()[2:5],
+        lambda b: b.host_view().view(np.float32)[1:],
+        lambda b: memoryview(b.host_view()),  # type: ignore[arg-type]
+        lambda b: np.frombuffer(b.host_view(), np.uint8), lambda b: b.host_view().reshape(2, 8).T,
+        lambda b: ctypes.c_char.from_buffer(b.host_view()),  # type: ignore[arg-type]
+        lambda b: b.memory.host_bytes, lambda b: cast(np.ndarray, b.host_view().base)[:0]]
     for hold in holds:
-        a = pooled.fresh(16)
-        hb = a.memory.host_bytes
-        assert hb is not None
-        hb[:] = 7
-        held, where = hold(hb), int(hb.ctypes.data)
-        del a, hb
-        fresh = [pooled.fresh(16) for _ in range(12)]
-        assert all(_address(f) != where for f in fresh)
+        a = pooling.pooled(16)
+        a.host_view()[:] = 7
+        held, where = hold(a), _address(a)
+        del a
+        fresh = [pooling.pooled(16) for _ in range(12)]
+        assert all(_address(f) != where for f in fresh), hold
         for f in fresh:
             f.host_view()[:] = 1
-        view = held if isinstance(held, np.ndarray) else None
-        if view is not None:
-            assert (view.view(np.uint8) == 7).all()
-        del held, view, fresh
+        if isinstance(held, np.ndarray) and held.size:
+            assert (held.view(np.uint8) == 7).all()
+        if isinstance(held, rig.Claims):
+            held.release()
+        del held, fresh
 
 
-def test_two_threads_never_get_one_block(pooled: rig.Rig) -> None:
-    """Threads taking and dropping small memories of one size at once: every
-    memory alive at one time has its own block, and writes to one never reach
+def test_a_watched_memory_leaves_the_pool_and_dies(pooling: rig.Rig) -> None:
+    a = pooling.pooled(16)
+    died: list[bool] = []
+    watch = weakref.ref(a.memory, lambda _: died.append(True))
+    del a
+    b = pooling.pooled(16)
+    assert died == [True] and watch() is None and b.memory.epoch == 0
+
+
+def test_two_threads_never_get_one_buffer(pooling: rig.Rig) -> None:
+    """Threads taking and dropping small buffers of one size at once: every
+    buffer alive at one time is its own, and writes to one never reach
     another."""
     errors: list[str] = []
 
     def work(k: int) -> None:
         mine: list[rig.Buffer] = []
         for r in range(400):
-            b = pooled.fresh(32)
+            b = pooling.pooled(32)
             view = b.host_view()
             if view.any():
-                errors.append("a fresh block was not zeroed")
+                errors.append("a fresh buffer was not zeroed")
             view[:] = k
+            del view
             mine.append(b)
             if len(mine) > 3:
                 old = mine.pop(0)
                 if (old.host_view() != k).any():
-                    errors.append(f"thread {k}: a block it held was written by another")
-            if r % 50 == 0:
-                live = {_address(x) for x in mine}
-                if len(live) != len(mine):
-                    errors.append("two live memories share a block")
+                    errors.append(f"thread {k}: a buffer it held was written by another")
+            if r % 50 == 0 and len({id(x.memory) for x in mine}) != len(mine):
+                errors.append("two live buffers share a memory")
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(1, 5)]
     for t in threads:
@@ -286,33 +308,37 @@ def test_two_threads_never_get_one_block(pooled: rig.Rig) -> None:
     for t in threads:
         t.join()
     assert errors == []
-    assert pooled.in_use == 0
+    assert pooling.in_use == 0
 
 
-def test_closing_or_losing_a_device_releases_its_pool() -> None:
+def test_closing_or_losing_a_device_empties_its_pool() -> None:
     for end in ("close", "lose"):
         dev = rig.memory_device(f"mem-pool-{end}")
         try:
-            bufs = [dev.fresh(n) for n in (8, 8, 100)]
+            kept = dev.pooled(8)
+            bufs = [dev.pooled(n) for n in (8, 100)]
             del bufs
-            assert sum(len(free) for free in dev._pool.values()) == 3
+            assert sum(len(ring) for ring in dev._rings.values()) == 3
             dev.close() if end == "close" else dev.lose("a test pulled it")
-            assert sum(len(free) for free in dev._pool.values()) == 0
+            assert sum(len(ring) for ring in dev._rings.values()) == 0
             if end == "close":
+                assert dev.in_use == 8
+                del kept
                 assert dev.in_use == 0
         finally:
             dev.close()
 
 
-def test_only_small_fresh_memories_of_a_plain_device_are_pooled(pooled: rig.Rig) -> None:
-    big = pooled.fresh(rig.POOLED_BYTES + 1)
-    empty = pooled.fresh(0)
-    read_only = rig.Buffer.create(pooled, 16, rig.Access.READ)
+def test_only_small_destinations_of_a_plain_device_are_pooled(pooling: rig.Rig) -> None:
+    big = pooling.pooled(rig.POOLED_BYTES + 1)
+    empty = pooling.pooled(0)
+    made = [pooling.fresh(16), rig.Buffer.create(pooling, 16), Array.empty(D.float32, (4,), pooling)]
+    read_only = rig.Buffer.create(pooling, 16, rig.Access.READ)
     budgeted = rig.memory_device("mem-pool-budget", budget=1000)
     try:
-        capped = budgeted.fresh(16)
-        del big, empty, read_only, capped
-        assert list(pooled._pool) == [] and list(budgeted._pool) == []
-        assert pooled.in_use == 0 and budgeted.in_use == 0
+        capped = budgeted.pooled(16)
+        del big, empty, made, read_only, capped
+        assert list(pooling._rings) == [] and list(budgeted._rings) == []
+        assert pooling.in_use == 0 and budgeted.in_use == 0
     finally:
         budgeted.close()
