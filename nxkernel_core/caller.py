@@ -38,7 +38,7 @@ from .kernel import Call, KernelError
 from .kernels.record import Error
 from .kernels.registry import kernel
 from .layout import Layout
-from .rig import CLAIMS_LOCK, Lost, OutOfMemory, Rig
+from .rig import CLAIMS_LOCK, HAS_GIL, Lost, OutOfMemory, Rig
 
 __all__ = ["Hook", "Plan", "call", "result_dtypes"]
 
@@ -313,9 +313,19 @@ def _run(plan: Plan, sp: Any, operands: Sequence[Array], name: str | None) -> tu
         raise KernelError(name or f"nx.{sp.kernel}", plan.libraries[0].name, sp.kernel,
                           f"raised {type(e).__name__}: {e}") from e
     finally:
-        with CLAIMS_LOCK:
+        if HAS_GIL:
+            # Each release is one read-modify-write of a count, on one line:
+            # CPython with a GIL switches threads only at a call, a backward
+            # jump or a tracer's event, none of them inside such a line, and
+            # every other change of a count is such a line (under the lock),
+            # so no change is lost without the lock. A claim takes it: its
+            # test and its count are two lines.
             for o in operands:
                 o.buffer.memory.readers -= 1
+        else:
+            with CLAIMS_LOCK:
+                for o in operands:
+                    o.buffer.memory.readers -= 1
     return dsts
 
 

@@ -57,6 +57,7 @@ import numpy.typing as npt
 
 __all__ = [
     "CLAIMS_LOCK",
+    "HAS_GIL",
     "Access",
     "Buffer",
     "Claims",
@@ -88,7 +89,7 @@ _POOL_SIZES: Final = 64
 #: ``Rig.pooled`` tests at most this many buffers of a ring.
 _TRIES: Final = (0, 1)
 #: Whether this interpreter has a GIL (``sys._is_gil_enabled`` is 3.13's).
-_GIL: Final[bool] = getattr(sys, "_is_gil_enabled", lambda: True)()
+HAS_GIL: Final[bool] = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
 class OutOfMemory(MemoryError):
@@ -261,7 +262,7 @@ class Rig:
         else reaches, its memory made as new, where the device pools them
         (see the module's doc); else ``fresh``'s, kept in the pool."""
         if not (self._plain and self._lost is None and not self._closed
-                and 0 < nbytes <= POOLED_BYTES and _GIL):
+                and 0 < nbytes <= POOLED_BYTES and HAS_GIL):
             return self.fresh(nbytes)
         ring = self._rings.get(nbytes)
         if ring is None:
@@ -632,7 +633,8 @@ def consume(buf: Buffer, why: str, claims: Claims | None = None) -> Buffer:
 
 #: Guards every memory's claim counts (readers, writers, exclusive) and epochs.
 #: The caller's warm path takes it itself, to claim its operands for reading
-#: without a call.
+#: without a call; under a GIL it releases them without it (each release one
+#: read-modify-write of a count, on one line: see ``caller._run``).
 CLAIMS_LOCK: Final = threading.Lock()
 _claims_lock: Final = CLAIMS_LOCK
 

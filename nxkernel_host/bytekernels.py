@@ -26,14 +26,15 @@ from numba import njit
 
 from .lanes import sum_blocks
 
-__all__ = ["ADD", "MUL", "SUB", "binary", "sum_rows"]
+__all__ = ["ADD", "MUL", "SUB", "WIDE", "binary", "sum_rows"]
 
 Arr = npt.NDArray[Any]
 
-#: ``binary``'s operations.
+#: ``binary``'s operations, each on float32; ``WIDE`` added, on float64.
 ADD: Final = 0
 SUB: Final = 1
 MUL: Final = 2
+WIDE: Final = 4
 
 
 @njit(nogil=True, cache=True)
@@ -51,15 +52,17 @@ def _binary_loop(op: int, x: Arr, y: Arr, out: Arr) -> None:  # pragma: no cover
 
 
 @njit(nogil=True, cache=True)
-def binary(op: int, wide: bool, a: Arr, first_a: int, b: Arr, first_b: int, out: Arr,
-           n: int) -> None:  # pragma: no cover - compiled
-    """``n`` elements of ``a``'s bytes from ``first_a`` ``op`` as many of
-    ``b``'s from ``first_b``, into ``out``'s bytes (exactly ``n`` elements):
-    float64 where ``wide``, else float32."""
-    if wide:
-        _binary_loop(op, a[first_a:first_a + 8 * n].view(np.float64),
+def binary(op: int, a: Arr, first_a: int, b: Arr, first_b: int,
+           out: Arr) -> None:  # pragma: no cover - compiled
+    """Operation ``op`` of the elements of ``a``'s bytes from ``first_a`` and
+    as many of ``b``'s from ``first_b``, into ``out``'s bytes (their count:
+    ``out`` holds exactly the results)."""
+    if op >= 4:
+        n = out.size // 8
+        _binary_loop(op - 4, a[first_a:first_a + 8 * n].view(np.float64),
                      b[first_b:first_b + 8 * n].view(np.float64), out.view(np.float64))
     else:
+        n = out.size // 4
         _binary_loop(op, a[first_a:first_a + 4 * n].view(np.float32),
                      b[first_b:first_b + 4 * n].view(np.float32), out.view(np.float32))
 

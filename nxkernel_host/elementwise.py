@@ -106,7 +106,7 @@ def prepare(spec: Map, dsts: tuple[tuple[Dtype, Layout], ...],
                 if s0 is not None and s1 is not None:
                     op = _byte_op(spec, dsts[0][0], operands)
                     if op is not None:
-                        return _binary_bytes(op, dsts[0][0] is D.float64, s0[2], s1[2], n)
+                        return _binary_bytes(op, s0[2], s1[2])
                     if program.ERRSTATE is not None:
                         return _binary(ev.single[0], s0, s1, dsts[0][0].numpy_dtype,
                                        program.ERRSTATE)
@@ -136,11 +136,14 @@ def _byte_op(spec: Map, dt: Dtype, operands: tuple[tuple[Dtype, Layout], ...]) -
     if (not isinstance(node, Op2) or dt not in (D.float32, D.float64)
             or any(o is not dt for o, _ in operands)):
         return None
-    return _BYTE_OPS.get(node.kind)
+    op = _BYTE_OPS.get(node.kind)
+    if op is None or dt is D.float32:
+        return op
+    return op + B.WIDE
 
 
-def _binary_bytes(op: int, wide: bool, f0: int, f1: int, n: int) -> Hook:
-    """The small call of one ``bytekernels.binary`` operation on two 1-D
+def _binary_bytes(op: int, f0: int, f1: int) -> Hook:
+    """The small call of ``bytekernels.binary``'s operation ``op`` on two 1-D
     contiguous operands into a fresh 1-D destination: the memories' bytes
     handed over straight, the elements starting ``f0`` and ``f1`` bytes into
     the operands' buffers."""
@@ -148,9 +151,9 @@ def _binary_bytes(op: int, wide: bool, f0: int, f1: int, n: int) -> Hook:
 
     def binary(sp: Map, ds: Sequence[Array], ops: Sequence[Array]) -> None:
         ab, bb = ops[0].buffer, ops[1].buffer
-        kernel(op, wide, ab.memory.host_bytes, ab.offset + f0,  # type: ignore[arg-type]
+        kernel(op, ab.memory.host_bytes, ab.offset + f0,  # type: ignore[arg-type]
                bb.memory.host_bytes, bb.offset + f1,  # type: ignore[arg-type]
-               ds[0].buffer.memory.host_bytes, n)  # type: ignore[arg-type]
+               ds[0].buffer.memory.host_bytes)  # type: ignore[arg-type]
 
     return binary
 
