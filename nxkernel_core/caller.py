@@ -38,7 +38,7 @@ from .kernel import Call, KernelError
 from .kernels.record import Error
 from .kernels.registry import kernel
 from .layout import Layout
-from .rig import CLAIMS_LOCK, HAS_GIL, Lost, OutOfMemory, Rig
+from .rig import CLAIMS_LOCK, HAS_GIL, Lost, Memory, OutOfMemory, Rig
 
 __all__ = ["Hook", "Plan", "call", "result_dtypes"]
 
@@ -291,19 +291,37 @@ def _run(plan: Plan, sp: Any, operands: Sequence[Array], name: str | None) -> tu
     # ``call`` returns, so only the operands are claimed, each for reading,
     # or none where one is held exclusive or was consumed since ``call``
     # found it live (``rig.claim``'s rule, inlined; the epochs are read
-    # again under the lock ``consume`` takes).
-    held = False
-    with CLAIMS_LOCK:
-        for o in operands:
-            buf = o.buffer
-            mem = buf.memory
-            if mem.exclusive or buf.epoch != mem.epoch:
-                held = True
-                break
-        else:
-            for o in operands:
-                o.buffer.memory.readers += 1
-    if held:
+    # again under the lock ``consume`` takes). Spelled out for one and two
+    # operands.
+    mems: tuple[Memory, ...] | None
+    if len(operands) == 2:
+        ab, bb = operands[0].buffer, operands[1].buffer
+        am, bm = ab.memory, bb.memory
+        with CLAIMS_LOCK:
+            if am.exclusive or bm.exclusive or ab.epoch != am.epoch or bb.epoch != bm.epoch:
+                mems = None
+            else:
+                am.readers += 1
+                bm.readers += 1
+                mems = (am, bm)
+    elif len(operands) == 1:
+        ab = operands[0].buffer
+        am = ab.memory
+        with CLAIMS_LOCK:
+            if am.exclusive or ab.epoch != am.epoch:
+                mems = None
+            else:
+                am.readers += 1
+                mems = (am,)
+    else:
+        with CLAIMS_LOCK:
+            mems = tuple([o.buffer.memory for o in operands])
+            if any(m.exclusive or o.buffer.epoch != m.epoch for o, m in zip(operands, mems, strict=True)):
+                mems = None
+            else:
+                for m in mems:
+                    m.readers += 1
+    if mems is None:
         return _ask(plan.libraries, sp, dsts, operands, name, dev)
     try:
         hook(sp, dsts, operands)
@@ -320,12 +338,12 @@ def _run(plan: Plan, sp: Any, operands: Sequence[Array], name: str | None) -> tu
             # every other change of a count is such a line (under the lock),
             # so no change is lost without the lock. A claim takes it: its
             # test and its count are two lines.
-            for o in operands:
-                o.buffer.memory.readers -= 1
+            for m in mems:
+                m.readers -= 1
         else:
             with CLAIMS_LOCK:
-                for o in operands:
-                    o.buffer.memory.readers -= 1
+                for m in mems:
+                    m.readers -= 1
     return dsts
 
 
