@@ -40,7 +40,7 @@ from .kernels.registry import kernel
 from .layout import Layout
 from .rig import CLAIMS_LOCK, HAS_GIL, Lost, Memory, OutOfMemory, Rig
 
-__all__ = ["Hook", "Plan", "call", "result_dtypes"]
+__all__ = ["Hook", "Plan", "call", "call1", "call2", "result_dtypes"]
 
 #: A library's prepared hook for one signature: it computes the call into
 #: fresh C-contiguous destinations while the caller holds the operands' read
@@ -206,33 +206,50 @@ def call(sp: Any, *operands: Array, dtypes: Sequence[Dtype] | None = None,
     destinations (of ``dtypes`` where the spec does not fix them) on the
     operands' device, and ask each library that computes on it, in priority
     order, until one answers DONE. Returns the destinations."""
-    # The warm call of one or two operands, spelled out: the plan under the
-    # identity key, run where every operand's buffer lives (``_run`` tests
-    # the device) and discovery is the plan's (a plan exists only after
-    # ``_registry`` imported the plugins module). Anything else, a miss
-    # included, takes ``_call``.
+    if len(operands) == 2:
+        return call2(sp, operands[0], operands[1], dtypes, device, name)
+    if len(operands) == 1:
+        return call1(sp, operands[0], dtypes, device, name)
+    return _call(sp, operands, dtypes, device, name)
+
+
+# The warm call of one or two operands, spelled out (``nx``'s functions call
+# these straight): the plan under the identity key, run where every
+# operand's buffer lives (``_run`` tests the device) and discovery is the
+# plan's (a plan exists only after ``_registry`` imported the plugins
+# module). Anything else, a miss included, takes ``_call``.
+
+
+def call2(sp: Any, a: Array, b: Array, dtypes: Sequence[Dtype] | None, device: Rig | None,
+          name: str | None) -> tuple[Array, ...]:
+    """``call(sp, a, b, dtypes=dtypes, device=device, name=name)``."""
     try:
-        if len(operands) == 2:
-            a, b = operands
-            if type(a) is Array and type(b) is Array:
-                ab, bb = a.buffer, b.buffer
-                am, bm = ab.memory, bb.memory
-                plan = _plans.get((id(sp), dtypes, device, a.dtype, id(a.layout), am.device,
-                                   b.dtype, id(b.layout), bm.device))
-                if (plan is not None and ab.epoch == am.epoch and bb.epoch == bm.epoch
-                        and plan.registry is _plugins._registry):
-                    return _run(plan, sp, operands, name)
-        elif len(operands) == 1:
-            (a,) = operands
-            if type(a) is Array:
-                ab = a.buffer
-                am = ab.memory
-                plan = _plans.get((id(sp), dtypes, device, a.dtype, id(a.layout), am.device))
-                if plan is not None and ab.epoch == am.epoch and plan.registry is _plugins._registry:
-                    return _run(plan, sp, operands, name)
+        if type(a) is Array and type(b) is Array:
+            ab, bb = a.buffer, b.buffer
+            am, bm = ab.memory, bb.memory
+            plan = _plans.get((id(sp), dtypes, device, a.dtype, id(a.layout), am.device,
+                               b.dtype, id(b.layout), bm.device))
+            if (plan is not None and ab.epoch == am.epoch and bb.epoch == bm.epoch
+                    and plan.registry is _plugins._registry):
+                return _run(plan, sp, (a, b), name)
     except TypeError:  # unhashable dtypes (a list): _call makes them a tuple
         pass
-    return _call(sp, operands, dtypes, device, name)
+    return _call(sp, (a, b), dtypes, device, name)
+
+
+def call1(sp: Any, a: Array, dtypes: Sequence[Dtype] | None, device: Rig | None,
+          name: str | None) -> tuple[Array, ...]:
+    """``call(sp, a, dtypes=dtypes, device=device, name=name)``."""
+    try:
+        if type(a) is Array:
+            ab = a.buffer
+            am = ab.memory
+            plan = _plans.get((id(sp), dtypes, device, a.dtype, id(a.layout), am.device))
+            if plan is not None and ab.epoch == am.epoch and plan.registry is _plugins._registry:
+                return _run(plan, sp, (a,), name)
+    except TypeError:  # unhashable dtypes (a list): _call makes them a tuple
+        pass
+    return _call(sp, (a,), dtypes, device, name)
 
 
 def _call(sp: Any, operands: Sequence[Array], dtypes: Sequence[Dtype] | None,

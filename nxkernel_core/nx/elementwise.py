@@ -10,7 +10,7 @@ from .. import dtype as D
 from .. import spec as S
 from ..answer import InvalidArgument, describe
 from ..array import Array
-from ..caller import call
+from ..caller import call, call2
 from ..dtype import Dtype
 from ..prog import Binary, Prog, Unary
 from .arguments import as_arrays, broadcast_arrays
@@ -48,7 +48,7 @@ def _binary(fn: str, kind: Binary, x: object, y: object, specs: dict[Dtype, S.Ma
     sp = specs.get(a.dtype)
     if sp is None:
         sp = specs[a.dtype] = _kind_spec(fn, kind, [a, b])
-    return call(sp, a, b, name=fn)[0]
+    return call2(sp, a, b, None, None, fn)[0]
 
 
 _add_specs: Final[dict[Dtype, S.Map]] = {}

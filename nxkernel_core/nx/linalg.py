@@ -12,7 +12,7 @@ from .. import dtype as D
 from .. import spec as S
 from ..answer import Answer, InvalidArgument, describe, refused
 from ..array import Array
-from ..caller import call
+from ..caller import call, call2
 from ..dtype import Dtype
 from ..layout import Broadcast, Permute
 from .arguments import as_arrays
@@ -96,10 +96,10 @@ def matmul(a: object, b: object) -> Array:
             xa = xa.view(Broadcast((*lead, *xs[-2:])))
         if ys[:-2] != lead:
             yb = yb.view(Broadcast((*lead, *ys[-2:])))
-    sp = _matmul_specs.get((len(lead), dt))
-    if sp is None:
-        sp = _matmul_specs[(len(lead), dt)] = _matmul_spec(len(lead), _acc_for(dt))
-    (r,) = call(sp, xa, yb, dtypes=(dt,), name=fn)
+    made = _matmul_specs.get((len(lead), dt))
+    if made is None:
+        made = _matmul_specs[(len(lead), dt)] = (_matmul_spec(len(lead), _acc_for(dt)), (dt,))
+    (r,) = call2(made[0], xa, yb, made[1], None, fn)
     if not vec_a and not vec_b:
         return r
     shape = list(r.shape)
@@ -110,9 +110,9 @@ def matmul(a: object, b: object) -> Array:
     return r.reshape(shape) if shape != list(r.shape) else r
 
 
-#: matmul's spec by the batch axes' count and the operands' dtype (a dict:
-#: the warm call's look-up).
-_matmul_specs: Final[dict[tuple[int, Dtype], S.Contract]] = {}
+#: matmul's spec and destination dtypes by the batch axes' count and the
+#: operands' dtype (a dict: the warm call's look-up).
+_matmul_specs: Final[dict[tuple[int, Dtype], tuple[S.Contract, tuple[Dtype]]]] = {}
 
 
 @functools.lru_cache(maxsize=256)

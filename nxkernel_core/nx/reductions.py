@@ -11,7 +11,7 @@ from .. import dtype as D
 from .. import spec as S
 from ..answer import InvalidArgument, describe
 from ..array import Array
-from ..caller import call
+from ..caller import call, call1
 from ..dtype import Dtype
 from ..layout import Broadcast
 from ..prog import Prog
@@ -34,7 +34,7 @@ def _reduce1(fn: str, x: object, axis: int | Sequence[int] | None, reduction: S.
         sp = whole.get(key)
         if sp is None:
             sp = whole[key] = _reduce_spec(x.dtype, tuple(range(key[1])), reduction, x.dtype)
-        return call(sp, x, name=fn)
+        return call1(sp, x, None, None, fn)
     (a,) = as_arrays(fn, [x])
     axes = reduced_axes(fn, a, axis)
     sp = _reduce_spec(a.dtype, axes, reduction, a.dtype if dtype is None else D.resolve(dtype, fn))
