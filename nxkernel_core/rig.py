@@ -71,6 +71,7 @@ __all__ = [
     "device",
     "devices",
     "host",
+    "host_address",
     "memory_device",
     "register",
     "using",
@@ -455,8 +456,8 @@ class Memory:
     # Slots, and the lock made on first use: every call allocates its
     # destinations, so a memory's making is on the caller's warm path. A
     # weak reference is kept (a DLPack consumer's capsule watches its memory).
-    __slots__ = ("__weakref__", "_store_lock", "access", "consumed", "device", "epoch", "exclusive",
-                 "handle", "host_bytes", "nbytes", "readers", "writers")
+    __slots__ = ("__weakref__", "_store_lock", "access", "address", "consumed", "device", "epoch",
+                 "exclusive", "handle", "host_bytes", "nbytes", "readers", "writers")
 
     def __init__(self, dev: Rig, nbytes: int, access: Access,
                  host_bytes: npt.NDArray[np.uint8] | None, handle: object = None) -> None:
@@ -471,6 +472,8 @@ class Memory:
         self.writers = 0
         self.exclusive = False
         self._store_lock: threading.RLock | None = None
+        #: The first host byte's address once ``host_address`` found it.
+        self.address: int | None = None
 
     @property
     def store_lock(self) -> threading.RLock:
@@ -496,6 +499,22 @@ class Memory:
                     dev._release(self)
         except Exception:  # interpreter shutdown: the device may be gone
             pass
+
+
+def host_address(mem: Memory) -> int:
+    """The address of host memory ``mem``'s first byte, found once and kept
+    (``Memory.address``): a memory's bytes never move."""
+    address = mem.address
+    if address is None:
+        hb = mem.host_bytes
+        if hb is None:
+            raise ValueError(f"rig.host_address: {mem.device.name}'s memory is not host memory")
+        try:
+            address = _addressof(_from_buffer(hb))
+        except TypeError:  # read-only memory: ctypes' from_buffer needs a writable one
+            address = int(hb.ctypes.data)
+        mem.address = address
+    return address
 
 
 @final

@@ -43,7 +43,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ROUTINE_THREADS", "address", "corename", "gemm", "gemm_rows", "library"]
+__all__ = ["ROUTINE_THREADS", "corename", "gemm", "gemm_rows", "library"]
 
 NDArray = npt.NDArray[Any]
 
@@ -155,24 +155,22 @@ def gemm(a: NDArray, b: NDArray, out: NDArray) -> None:
        out.ctypes.data, out.strides[0] // size)
 
 
-def address(x: NDArray) -> int:
-    """The address of ``x``'s first byte: through ctypes' ``from_buffer`` on
-    a writable array (``x.ctypes.data`` costs microseconds a call)."""
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(x))  # type: ignore[arg-type]
-    except TypeError:  # read-only memory
-        return int(x.ctypes.data)
-
-
 def gemm_rows(dtype: npt.DTypeLike, m: int, n: int, k: int) -> Any:
     """``gemm`` of C-contiguous ``a [m, k]``, ``b [k, n]`` and ``out [m, n]``
     (1 <= m, n, k; extents a 32-bit BLAS integer holds) as a function of the
     three addresses: the call ``gemm`` makes for such arrays, with its checks
     made once here."""
     lib = library()
-    fn = lib.scipy_cblas_sgemm if np.dtype(dtype) == np.float32 else lib.scipy_cblas_dgemm
+    wide = np.dtype(dtype) != np.float32
+    fn = lib.scipy_cblas_dgemm if wide else lib.scipy_cblas_sgemm
+    # Every argument but the addresses made once as its C type: ctypes passes
+    # such an argument as it is, and converts a Python number anew each call.
+    scalar = ctypes.c_double if wide else ctypes.c_float
+    order, no_trans = ctypes.c_int(_ROW_MAJOR), ctypes.c_int(_NO_TRANS)
+    cm, cn, ck = ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)
+    one, zero = scalar(1.0), scalar(0.0)
 
     def product(a: int, b: int, out: int) -> None:
-        fn(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a, k, b, n, 0.0, out, n)
+        fn(order, no_trans, no_trans, cm, cn, ck, one, a, ck, b, cn, zero, out, cn)
 
     return product

@@ -42,6 +42,7 @@ from nxkernel_core.declines import contract_call_declines, contract_declines
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.layout import Layout
+from nxkernel_core.rig import host_address
 
 from . import blas, pool
 from .family import Family, Hook
@@ -453,13 +454,14 @@ def prepare(spec: S.Contract, dsts: tuple[tuple[Dtype, Layout], ...],
     product = blas.gemm_rows(acc.numpy_dtype, m, n, k)
     item = acc.numpy_dtype.itemsize
     fa, fb = al.offset * item, bl.offset * item
-    address = blas.address
+    address = host_address
 
     def gemm(sp: S.Contract, ds: Sequence[Array], ops: Sequence[Array]) -> None:
         a, b = ops[0].buffer, ops[1].buffer
-        product(address(a.memory.host_bytes) + a.offset + fa,  # type: ignore[arg-type]
-                address(b.memory.host_bytes) + b.offset + fb,  # type: ignore[arg-type]
-                address(ds[0].buffer.memory.host_bytes))  # type: ignore[arg-type]
+        am, bm, om = a.memory, b.memory, ds[0].buffer.memory
+        # Each memory's address, kept once found (``0`` is no address).
+        product((am.address or address(am)) + a.offset + fa,
+                (bm.address or address(bm)) + b.offset + fb, om.address or address(om))
 
     return gemm
 

@@ -342,3 +342,17 @@ def test_only_small_destinations_of_a_plain_device_are_pooled(pooling: rig.Rig) 
         assert pooling.in_use == 0 and budgeted.in_use == 0
     finally:
         budgeted.close()
+
+
+def test_host_address_is_the_first_bytes_kept_once_found() -> None:
+    buf = rig.Buffer.create(rig.host, 24)
+    read_only = rig.Buffer.create(rig.host, 24, rig.Access.READ)
+    for b in (buf, read_only):
+        mem = b.memory
+        assert mem.address is None
+        hb = mem.host_bytes
+        assert hb is not None
+        assert rig.host_address(mem) == int(hb.ctypes.data) == mem.address
+    off_host = rig.Memory(rig.host, 0, rig.Access.READ_WRITE, None)  # 0: its release counts none
+    with pytest.raises(ValueError, match="not host memory"):
+        rig.host_address(off_host)
