@@ -307,33 +307,37 @@ def _run(plan: Plan, sp: Any, operands: Sequence[Array], name: str | None) -> tu
     # The destinations are fresh: no other claim can reach them before
     # ``call`` returns, so only the operands are claimed, each for reading,
     # or none where one is held exclusive or was consumed since ``call``
-    # found it live (``rig.claim``'s rule, inlined; the epochs are read
-    # again under the lock ``consume`` takes). Spelled out for one and two
+    # found it live (``rig.claim``'s rule, inlined). Under a GIL without the
+    # lock: each operand counted a reader first, then its memory tested
+    # (``rig``'s doc says why this is sound), spelled out for one and two
     # operands.
     mems: tuple[Memory, ...] | None
-    if len(operands) == 2:
+    if HAS_GIL and len(operands) == 2:
         ab, bb = operands[0].buffer, operands[1].buffer
         am, bm = ab.memory, bb.memory
-        with CLAIMS_LOCK:
-            if am.exclusive or bm.exclusive or ab.epoch != am.epoch or bb.epoch != bm.epoch:
-                mems = None
-            else:
-                am.readers += 1
-                bm.readers += 1
-                mems = (am, bm)
-    elif len(operands) == 1:
+        am.readers += 1
+        bm.readers += 1
+        if (am.pending or bm.pending or am.exclusive or bm.exclusive or ab.epoch != am.epoch
+                or bb.epoch != bm.epoch):
+            am.readers -= 1
+            bm.readers -= 1
+            mems = None
+        else:
+            mems = (am, bm)
+    elif HAS_GIL and len(operands) == 1:
         ab = operands[0].buffer
         am = ab.memory
-        with CLAIMS_LOCK:
-            if am.exclusive or ab.epoch != am.epoch:
-                mems = None
-            else:
-                am.readers += 1
-                mems = (am,)
+        am.readers += 1
+        if am.pending or am.exclusive or ab.epoch != am.epoch:
+            am.readers -= 1
+            mems = None
+        else:
+            mems = (am,)
     else:
         with CLAIMS_LOCK:
             mems = tuple([o.buffer.memory for o in operands])
-            if any(m.exclusive or o.buffer.epoch != m.epoch for o, m in zip(operands, mems, strict=True)):
+            if any(m.exclusive or o.buffer.epoch != m.epoch
+                   for o, m in zip(operands, mems, strict=True)):
                 mems = None
             else:
                 for m in mems:
@@ -349,12 +353,6 @@ def _run(plan: Plan, sp: Any, operands: Sequence[Array], name: str | None) -> tu
                           f"raised {type(e).__name__}: {e}") from e
     finally:
         if HAS_GIL:
-            # Each release is one read-modify-write of a count, on one line:
-            # CPython with a GIL switches threads only at a call, a backward
-            # jump or a tracer's event, none of them inside such a line, and
-            # every other change of a count is such a line (under the lock),
-            # so no change is lost without the lock. A claim takes it: its
-            # test and its count are two lines.
             for m in mems:
                 m.readers -= 1
         else:

@@ -16,7 +16,18 @@ claim other than the caller's ``claims`` holds the memory (then it raises
 ``ValueError``, ``HELD_EXCLUSIVE``, and consumes nothing); reaching a dead
 buffer's bytes raises ``ValueError`` with the reason, and a kernel answers
 ``DEAD_BUFFER`` instead. A buffer held ``exclusive`` (a donation) refuses every
-other claim.
+other claim. Claims change under ``CLAIMS_LOCK``, but for the caller's warm
+read claims (``caller._run``), which under a GIL take no lock: such a claim
+counts itself a reader first and tests the memory after; a consume or a
+donation, under the lock, marks the memory ``pending`` first and tests the
+counts after. A GIL runs one thread at a time, each in its program's order,
+so of two such claims at least one sees the other: the reader that sees
+``pending`` (or the memory exclusive, or a later epoch) counts itself out
+and takes the locked path; the consume that sees the reader refuses, and
+the donation holds nothing. Each count changes by one read-modify-write on
+one line, inside which CPython switches no thread (it switches at calls,
+backward jumps and tracers' line events), so no change is lost without the
+lock. A free-threaded build claims under the lock.
 
 Small buffers for calls' destinations (``pooled``, up to ``POOLED_BYTES``)
 on a plain host device are pooled: each size keeps a ring of the last
@@ -457,7 +468,7 @@ class Memory:
     # destinations, so a memory's making is on the caller's warm path. A
     # weak reference is kept (a DLPack consumer's capsule watches its memory).
     __slots__ = ("__weakref__", "_store_lock", "access", "address", "consumed", "device", "epoch",
-                 "exclusive", "handle", "host_bytes", "nbytes", "readers", "writers")
+                 "exclusive", "handle", "host_bytes", "nbytes", "pending", "readers", "writers")
 
     def __init__(self, dev: Rig, nbytes: int, access: Access,
                  host_bytes: npt.NDArray[np.uint8] | None, handle: object = None) -> None:
@@ -471,6 +482,8 @@ class Memory:
         self.readers = 0
         self.writers = 0
         self.exclusive = False
+        #: Set while a consume or a donation tests the counts (see the module's doc).
+        self.pending = False
         self._store_lock: threading.RLock | None = None
         #: The first host byte's address once ``host_address`` found it.
         self.address: int | None = None
@@ -633,27 +646,30 @@ def consume(buf: Buffer, why: str, claims: Claims | None = None) -> Buffer:
     buf.check_live("consume")
     mem = buf.memory
     with _claims_lock:
-        ours = claims._counts(mem) if claims is not None else (0, 0, False)
-        readers, writers = mem.readers - ours[0], mem.writers - ours[1]
-        if mem.exclusive and not ours[2]:
-            held = "held exclusive by another claim"
-        elif readers or writers:
-            held = f"claimed by another call ({readers} read, {writers} write claims)"
-        else:
-            held = ""
-        if held:
-            raise ValueError(f"consume: HELD_EXCLUSIVE: the memory is {held}; not consumed ({why})")
-        if buf.epoch < mem.epoch:
-            buf.check_live("consume")  # consumed meanwhile: raises
-        mem.consumed += (why,)
-        mem.epoch += 1
-        return Buffer(mem, buf.offset, buf.length, mem.epoch)
+        mem.pending = True  # first: a reader claiming without the lock sees it
+        try:
+            ours = claims._counts(mem) if claims is not None else (0, 0, False)
+            readers, writers = mem.readers - ours[0], mem.writers - ours[1]
+            if mem.exclusive and not ours[2]:
+                held = "held exclusive by another claim"
+            elif readers or writers:
+                held = f"claimed by another call ({readers} read, {writers} write claims)"
+            else:
+                held = ""
+            if held:
+                raise ValueError(f"consume: HELD_EXCLUSIVE: the memory is {held}; not consumed ({why})")
+            if buf.epoch < mem.epoch:
+                buf.check_live("consume")  # consumed meanwhile: raises
+            mem.consumed += (why,)
+            mem.epoch += 1
+            return Buffer(mem, buf.offset, buf.length, mem.epoch)
+        finally:
+            mem.pending = False
 
 
-#: Guards every memory's claim counts (readers, writers, exclusive) and epochs.
-#: The caller's warm path takes it itself, to claim its operands for reading
-#: without a call; under a GIL it releases them without it (each release one
-#: read-modify-write of a count, on one line: see ``caller._run``).
+#: Guards every memory's claim counts (readers, writers, exclusive) and
+#: epochs; the caller's warm read claims take it only in a free-threaded
+#: build (see the module's doc).
 CLAIMS_LOCK: Final = threading.Lock()
 _claims_lock: Final = CLAIMS_LOCK
 
@@ -726,9 +742,13 @@ def claim(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
                 claims._write.append(mem)
             for b in donate:
                 mem = b.memory
-                if b.spans() and not mem.exclusive and mem.readers == 0 and mem.writers == 0:
-                    mem.exclusive = True
-                    claims._exclusive.append(mem)
+                mem.pending = True  # first: a reader claiming without the lock sees it
+                try:
+                    if b.spans() and not mem.exclusive and mem.readers == 0 and mem.writers == 0:
+                        mem.exclusive = True
+                        claims._exclusive.append(mem)
+                finally:
+                    mem.pending = False
     except BaseException:
         claims.release()
         raise

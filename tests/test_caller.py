@@ -5,6 +5,7 @@ device, nor one with a dead buffer, a lost device or memory held exclusive."""
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -456,3 +457,111 @@ def test_threads_on_one_warm_plan_get_their_own_bits_and_memory() -> None:
         t.join()
     assert errors == []
     assert x.buffer.memory.readers == 0 and all(y.buffer.memory.readers == 0 for y in ys)
+
+
+def _spied_plan(x: Array) -> tuple[list[bool], Any]:
+    """The warm nx.add(x, x) plan replaced by one whose hook records each run
+    (and computes as the plan's); returns the record and the restoring call."""
+    nx.add(x, x)
+    sp = nx.elementwise._map_spec(Binary.ADD, D.float32)
+    plan = next(p for k, p in caller._plans.items()
+                if p.hook is not None and k[0] == sp and p.signature[3:6] == (x.dtype, x.layout, x.device))
+    ran: list[bool] = []
+    hook = plan.hook
+    assert hook is not None
+
+    def spy(sp: Any, dsts: Sequence[Array], ops: Sequence[Array]) -> None:
+        ran.append(True)
+        hook(sp, dsts, ops)
+
+    spied = caller.Plan(plan.signature, plan.registry, plan.device, None, plan.dsts,
+                        plan.libraries, spy)
+    keys = [k for k, p in caller._plans.items() if p is plan]
+    for k in keys:
+        caller._plans[k] = spied
+
+    def restore() -> None:
+        for k in keys:
+            caller._plans[k] = plan
+
+    return ran, restore
+
+
+def test_a_warm_call_that_meets_a_consume_testing_the_counts_takes_the_locked_path() -> None:
+    """A warm read claim (no lock) that finds its memory ``pending`` (a consume
+    or a donation testing the counts, under the lock) counts itself out and
+    asks the library, whose door claims under the lock."""
+    x = f32(range(8))
+    ran, restore = _spied_plan(x)
+    try:
+        x.buffer.memory.pending = True
+        r = nx.add(x, x)
+        assert ran == [] and bits(r) == (2 * np.arange(8, dtype=np.float32)).tobytes()
+        assert x.buffer.memory.readers == 0
+        x.buffer.memory.pending = False
+        nx.add(x, x)
+        assert ran == [True]
+    finally:
+        x.buffer.memory.pending = False
+        restore()
+
+
+def test_a_warm_read_claim_never_overlaps_a_consume() -> None:
+    """A consume that has tested the counts lets another thread run before it
+    marks the memory consumed (a tracer stops it there, as a thread switch
+    may): a warm call in that thread finds the memory pending and takes the
+    locked path, which waits for the consume and refuses the consumed buffer.
+    Its hook never runs while the memory is consumed under it."""
+    x = f32(range(8))
+    nx.add(x, x)
+    sp = nx.elementwise._map_spec(Binary.ADD, D.float32)
+    plan = next(p for k, p in caller._plans.items()
+                if p.hook is not None and k[0] == sp and p.signature[3:6] == (x.dtype, x.layout, x.device))
+    entered, leave = threading.Event(), threading.Event()
+    overlaps: list[bool] = []
+
+    def holding(sp: Any, dsts: Sequence[Array], ops: Sequence[Array]) -> None:
+        entered.set()
+        leave.wait(5)
+        overlaps.append(ops[0].buffer.dead is not None)
+
+    held = caller.Plan(plan.signature, plan.registry, plan.device, None, plan.dsts,
+                       plan.libraries, holding)
+    keys = [k for k, p in caller._plans.items() if p is plan]
+    outcome: list[str] = []
+
+    def read() -> None:
+        try:
+            nx.add(x, x)
+            outcome.append("done")
+        except InvalidArgument as e:
+            outcome.append(str(e))
+
+    reader = threading.Thread(target=read)
+
+    def in_consume(frame: Any, event: str, arg: Any) -> Any:
+        if event == "line" and "held" in frame.f_locals and not reader.is_alive() and not outcome:
+            reader.start()  # the counts are tested; the epoch is not yet moved
+            entered.wait(0.3)
+        return in_consume
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        return in_consume if frame.f_code is rig.consume.__code__ else None
+
+    for k in keys:
+        caller._plans[k] = held
+    previous = sys.gettrace()
+    try:
+        sys.settrace(tracer)
+        try:
+            rig.consume(x.buffer, "donated")
+        finally:
+            sys.settrace(previous)
+        leave.set()
+        reader.join(5)
+    finally:
+        leave.set()
+        for k in keys:
+            caller._plans[k] = plan
+    assert overlaps == [] and len(outcome) == 1 and "consumed, donated" in outcome[0], (overlaps, outcome)
+    assert x.buffer.memory.readers == 0
