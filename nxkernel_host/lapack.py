@@ -30,7 +30,7 @@ __all__ = ["geev", "geqrf", "gesdd_rows", "heevd_rows", "orgqr", "potrf_rows", "
 
 NDArray = npt.NDArray[Any]
 
-_COL_MAJOR: Final = 102
+_COL_MAJOR_ARG: Final = ctypes.c_int(102)
 #: CBLAS's enumerations for trsm.
 _CBLAS_ROW_MAJOR: Final = 101
 _LEFT: Final = 141
@@ -74,16 +74,16 @@ def _call(name: str, dtype: np.dtype[Any], *args: Any) -> int:
     """LAPACKE's ``{letter}{name}`` for ``dtype`` on column-major matrices,
     with ``args`` (ints, chars as one-byte strings, arrays as pointers to
     their data, ctypes scalars as they are); its info."""
-    converted: list[Any] = [ctypes.c_int(_COL_MAJOR)]
+    converted: list[Any] = [_COL_MAJOR_ARG]
     for arg in args:
         if isinstance(arg, np.ndarray):
             converted.append(ctypes.c_void_p(arg.ctypes.data))
         elif isinstance(arg, bytes):
             converted.append(ctypes.c_char(arg))
-        elif isinstance(arg, ctypes.c_void_p | ctypes.Structure | ctypes.c_float | ctypes.c_double):
+        elif isinstance(arg, int):
+            converted.append(ctypes.c_int(arg))
+        else:  # a ctypes scalar
             converted.append(arg)
-        else:
-            converted.append(ctypes.c_int(int(arg)))
     return int(_function(f"LAPACKE_{_LETTER[dtype]}{name}")(*converted))
 
 
