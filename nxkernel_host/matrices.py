@@ -385,9 +385,11 @@ FAMILY: Final = Family(
         "qr factors": "as Householder QR gives them, unnormalised: r's diagonal of any sign "
                       "(complex: any phase), q's columns to match; complete q of a tall matrix "
                       "completes with the same reflectors applied to the identity's columns.",
-        "svd vectors": "as ?gesdd returns them, no sign or phase normalisation; complete u and "
-                       "vh complete with gesdd's JOBZ = 'A' columns.",
-        "eigh vectors": "as ?syevd/?heevd return them, no sign or phase normalisation.",
+        "svd vectors": "as ?gesdd returns them for aᵀ (a C-ordered matrix handed to LAPACK as its "
+                       "transpose: its right factor is u, its left one vh), no sign or phase "
+                       "normalisation; complete u and vh complete with gesdd's JOBZ = 'A' columns.",
+        "eigh vectors": "as ?syevd/?heevd return them for aᵀ (conj(A), read from its upper "
+                        "triangle: the conjugates of its vectors), no sign or phase normalisation.",
         "empty matrices": "k = 0: complete q, u and vh are identity matrices; reduced ones "
                           "and s are empty.",
         **fits.ROUTINE_CONVENTIONS,
