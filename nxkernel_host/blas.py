@@ -9,10 +9,12 @@ OpenBLAS (the ``scipy-openblas32`` wheel's library, whose symbols carry a
 ``scipy_`` prefix) from a private copy under a name no thread-pool controller
 knows (threadpoolctl finds OpenBLAS by file name), sets it to one thread
 once, and makes its parallelism itself, over fixed tiles of the output (a
-function of the extents alone) on its own threads. Each element's order of
-summation is then a function of the extents and of the OpenBLAS core type
-(``corename()``, chosen by OpenBLAS from the CPU), and nothing another thread
-does to any BLAS changes it.
+function of the extents alone, ``tiling``) on its own threads. Each
+element's order of summation is then a function of the extents and of the
+OpenBLAS core type (``corename()``: chosen by OpenBLAS when the instance
+loads, from the CPU, or the one ``OPENBLAS_CORETYPE`` names where the
+process's environment sets it then, as NumPy's OpenBLAS does), and nothing
+another thread does to any BLAS changes it.
 
 The matrix routines (``lapack``), which factor one matrix at a time, run on
 a second private instance kept on ``ROUTINE_THREADS`` threads: OpenBLAS
