@@ -22,6 +22,7 @@ sixteen small ones.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -143,9 +144,10 @@ def products(jobs: Sequence[tuple[NDArray, NDArray, NDArray]]) -> None:
         ValueError: extents a 32-bit BLAS integer does not hold (before any
             product is computed).
     """
-    threads = pool.count()
+    work = sum(math.prod(a.shape) * b.shape[2] for a, b, _ in jobs)
+    # Work that stays on the calling thread takes one BLAS call per tile.
+    threads = pool.count() if work >= POOL_MIN_WORK else 1
     tasks: list[Task] = []
-    work = 0
     for a, b, out in jobs:
         batch, m, k = a.shape
         n = b.shape[2]
@@ -154,7 +156,6 @@ def products(jobs: Sequence[tuple[NDArray, NDArray, NDArray]]) -> None:
         if k == 0:
             out[...] = 0
             continue
-        work += batch * m * n * k
         assert a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous
         if out.dtype in (np.float32, np.float64):
             tasks += float_tasks(out.dtype, batch, m, n, k, a.ctypes.data, b.ctypes.data,
