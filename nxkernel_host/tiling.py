@@ -4,19 +4,19 @@ A product ``a [m, k] @ b [k, n]`` (or a batch of them, ``[B, m, k] @ [B, k,
 n]``) is cut into tiles of its output by :func:`tiles`, a function of
 ``(m, n, k)`` and the batch's count alone: the rows, then the columns,
 halved into whole panels of ``PANEL`` while the tiles are too many
-multiply-adds for one, never K. Each
-tile of each batch element is one product of the library's own
-single-threaded OpenBLAS (``blas.gemm_strided``), so each output element's
+multiply-adds for one, never K. Each tile of each batch element is one
+product of the library's own single-threaded OpenBLAS
+(``blas.gemm_strided``), so each output element's
 order of summation is the one OpenBLAS's routine for the tile's extents
 ``(m_t, n_t, k)`` and its core type takes (``blas.corename()``). Which thread
 computes a tile, and how many batch elements one BLAS call takes
 (``groups``), change no bit: the calls take as many elements as keep the
 threads busy.
 
-Few, large tiles: each tile packs its share of ``a`` and all of ``b``'s
-columns it needs, so a 1024³ float32 product is two tiles of 512 rows (one
-per thread on two cores, as OpenBLAS's own threads would split it), not
-sixteen small ones.
+Few, large tiles: each tile packs its own rows of ``a`` and columns of
+``b`` again, so a 1024³ product is two tiles of 512 rows (one per thread on
+two cores, as OpenBLAS's own threads would split it), not four chunks of
+256 rows that pack all of ``b`` four times.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ import numpy.typing as npt
 
 from . import blas, pool
 
-__all__ = ["PANEL", "POOL_MIN_WORK", "SPLIT_WORK", "float_tasks", "products", "run", "tiles"]
+__all__ = ["PANEL", "POOL_MIN_WORK", "SPLIT_WORK", "float_tasks", "groups", "products", "run", "tile_count",
+           "tiles"]
 
 NDArray = npt.NDArray[Any]
 Task = Callable[[], None]
