@@ -218,7 +218,9 @@ def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> None
     results = _scan_rows(spec.reduction, term, spec.dtype, rows, carry, direct)
     if _network_scan(spec.reduction, term):
         for v in results:
-            _canonical_nans(v)
+            # The network wrote ``direct`` with its NaNs canonical already.
+            if v is not direct:
+                _canonical_nans(v)
     for dst, v in zip(dsts, results, strict=True):
         if direct is not None and v is direct:
             continue
