@@ -25,7 +25,8 @@ from numba import njit
 from . import pool
 from .lanes import cmul
 
-__all__ = ["CMUL", "LSE", "MOMENTS", "SCAN_BLOCK", "network_scan", "real_scan"]
+__all__ = ["ADD", "CMUL", "LSE", "MOMENTS", "MUL", "SCAN_BLOCK", "SCAN_CHUNK_BYTES", "chunk_scan",
+           "network_scan", "real_scan"]
 
 Arr = npt.NDArray[Any]
 
@@ -57,6 +58,9 @@ SCAN_CHUNK_BYTES: Final = 1 << 17
 CMUL: Final = 0
 LSE: Final = 1
 MOMENTS: Final = 2
+#: One-component combinations of the chunked kernels, with LSE: a + b, a·b.
+ADD: Final = 3
+MUL: Final = 4
 
 
 @njit(inline="always")
@@ -222,24 +226,30 @@ def _blocks(kind: int, s: Arr, p: Arr, out: Arr, j0: int, j1: int,
 # the binary digits of c cut [0, c) into, largest first, kept as a binary
 # counter of those groups' values. A full chunk's last result, whose digits
 # reach above the chunk, is P_{c+1}. Loops run over contiguous slices, so the
-# compiler vectorises them; ``mul`` is loop-invariant, so its test is hoisted.
+# compiler vectorises them; ``op`` is loop-invariant, so its test is hoisted.
+# Logsumexp scans, one float64 component, take the same kernels.
 
 
 @njit(inline="always")
-def _op(mul: bool, a: Any, b: Any) -> Any:  # pragma: no cover - compiled
-    return a * b if mul else a + b
+def _op(op: int, a: Any, b: Any) -> Any:  # pragma: no cover - compiled
+    """``a ⊕ b`` of one-component states: a + b, a·b or log(exp a + exp b)."""
+    if op == MUL:
+        return a * b
+    if op == LSE:
+        return _lse2(a, b)
+    return a + b
 
 
 @njit(nogil=True)
-def _halve(mul: bool, src: Arr, dst: Arr) -> None:  # pragma: no cover - compiled
+def _halve(op: int, src: Arr, dst: Arr) -> None:  # pragma: no cover - compiled
     """``dst[i] = src[2i] ⊕ src[2i + 1]``: the level above ``src``. Each loop
     of the chunks is a function of its own, so the compiler vectorises it."""
     for i in range(dst.size):
-        dst[i] = _op(mul, src[2 * i], src[2 * i + 1])
+        dst[i] = _op(op, src[2 * i], src[2 * i + 1])
 
 
 @njit(nogil=True)
-def _descend(mul: bool, up: Arr, v: Arr, dst: Arr) -> None:  # pragma: no cover - compiled
+def _descend(op: int, up: Arr, v: Arr, dst: Arr) -> None:  # pragma: no cover - compiled
     """Level results ``dst`` of level values ``v`` from the level above's
     results ``up``, but for ``dst[0]``: result 2i + 1 is ``up[i]``, result 2i
     (i > 0) is ``up[i - 1] ⊕ v[2i]``."""
@@ -247,10 +257,10 @@ def _descend(mul: bool, up: Arr, v: Arr, dst: Arr) -> None:  # pragma: no cover 
     for i in range(1, h):
         x = up[i - 1]
         dst[2 * i - 1] = x
-        dst[2 * i] = _op(mul, x, v[2 * i])
+        dst[2 * i] = _op(op, x, v[2 * i])
     dst[2 * h - 1] = up[h - 1]
     if dst.size > 2 * h:
-        dst[2 * h] = _op(mul, up[h - 1], v[2 * h])
+        dst[2 * h] = _op(op, up[h - 1], v[2 * h])
 
 
 @njit(nogil=True)
@@ -263,48 +273,48 @@ def _canonical(o: Arr) -> None:  # pragma: no cover - compiled
 
 
 @njit(inline="always")
-def _tree(mul: bool, s: Arr, lev: Arr) -> int:  # pragma: no cover - compiled
+def _tree(op: int, s: Arr, lev: Arr) -> int:  # pragma: no cover - compiled
     """The levels of states ``s`` above level 0, one after another in ``lev``
     (sizes len(s) // 2, // 4, ... down to 1); returns the top level's offset
     (-1 where ``s`` holds one state, which is its own top)."""
     n = s.size // 2
     if n == 0:
         return -1
-    _halve(mul, s, lev[:n])
+    _halve(op, s, lev[:n])
     off = 0
     while n >= 2:
         h = n // 2
-        _halve(mul, lev[off:off + n], lev[off + n:off + n + h])
+        _halve(op, lev[off:off + n], lev[off + n:off + n + h])
         off += n
         n = h
     return off
 
 
 @njit(inline="always")
-def _push(mul: bool, vals: Arr, sizes: Arr, depth: int, v: Any) -> int:  # pragma: no cover
+def _push(op: int, vals: Arr, sizes: Arr, depth: int, v: Any) -> int:  # pragma: no cover
     """Push a chunk's tree value ``v`` on the counter ``vals``/``sizes`` (groups
     of chunks, largest first), merging equal neighbours; returns the depth."""
     vals[depth] = v
     sizes[depth] = 1
     depth += 1
     while depth >= 2 and sizes[depth - 1] == sizes[depth - 2]:
-        vals[depth - 2] = _op(mul, vals[depth - 2], vals[depth - 1])
+        vals[depth - 2] = _op(op, vals[depth - 2], vals[depth - 1])
         sizes[depth - 2] *= 2
         depth -= 1
     return depth
 
 
 @njit(inline="always")
-def _chain(mul: bool, vals: Arr, depth: int) -> Any:  # pragma: no cover - compiled
+def _chain(op: int, vals: Arr, depth: int) -> Any:  # pragma: no cover - compiled
     """The counter's groups chained left to right: the result before the next chunk."""
     acc = vals[0]
     for k in range(1, depth):
-        acc = _op(mul, acc, vals[k])
+        acc = _op(op, acc, vals[k])
     return acc
 
 
 @njit(nogil=True, cache=True)
-def _chunk_trees(mul: bool, a: Arr, m: int, t: Arr, j0: int, j1: int,
+def _chunk_trees(op: int, a: Arr, m: int, t: Arr, j0: int, j1: int,
                  chunk: int) -> None:  # pragma: no cover - compiled
     """``t[r, c]`` = the tree value of full chunk ``c`` of row ``r`` of the rows
     of ``m`` states ``a`` (flat), for flat ``r·nc + c`` in [j0, j1), nc =
@@ -316,12 +326,12 @@ def _chunk_trees(mul: bool, a: Arr, m: int, t: Arr, j0: int, j1: int,
         c = j - r * nc
         lo = r * m + c * chunk
         if (c + 1) * chunk <= m:
-            top = _tree(mul, a[lo:lo + chunk], lev)
+            top = _tree(op, a[lo:lo + chunk], lev)
             t[r, c] = lev[top] if top >= 0 else a[lo]
 
 
 @njit(nogil=True, cache=True)
-def _chunk_scans(mul: bool, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1: int,
+def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1: int,
                  chunk: int) -> None:  # pragma: no cover - compiled
     """``out`` = the network's results over chunk ``c`` of row ``r`` of the rows
     of ``m`` states ``a`` (both flat), for flat ``r·nc + c`` in [j0, j1), NaN
@@ -337,7 +347,7 @@ def _chunk_scans(mul: bool, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, 
     r = j0 // nc
     c = j0 - r * nc
     for k in range(c):
-        depth = _push(mul, vals, sizes, depth, t[r, k])
+        depth = _push(op, vals, sizes, depth, t[r, k])
     for _ in range(j0, j1):
         if c == nc:
             r += 1
@@ -347,17 +357,17 @@ def _chunk_scans(mul: bool, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, 
         mm = min(chunk, m - c * chunk)
         s = a[lo:lo + mm]
         o = out[lo:lo + mm]
-        top = _tree(mul, s, lev)
+        top = _tree(op, s, lev)
         has_p = depth > 0
-        p = _chain(mul, vals, depth) if has_p else s[0]
+        p = _chain(op, vals, depth) if has_p else s[0]
         # The top level's one result: P_{c+1} for a full chunk, else the
         # chain of P_c and the top's value (no digit reaches above).
         tv = lev[top] if top >= 0 else s[0]
         if mm == chunk:
-            depth = _push(mul, vals, sizes, depth, tv)
-            above = _chain(mul, vals, depth)
+            depth = _push(op, vals, sizes, depth, tv)
+            above = _chain(op, vals, depth)
         else:
-            above = _op(mul, p, tv) if has_p else tv
+            above = _op(op, p, tv) if has_p else tv
         # Down the levels: level j's results into res (level 0's into o),
         # from level j + 1's, laid out as lev: level j's size and offset.
         nl = 0
@@ -379,8 +389,8 @@ def _chunk_scans(mul: bool, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, 
                 cnt = sizes_l[lv]
                 v = s if lv == 0 else lev[offs[lv]:offs[lv] + cnt]
                 dst = o if lv == 0 else res[offs[lv]:offs[lv] + cnt]
-                dst[0] = _op(mul, p, v[0]) if has_p else v[0]
-                _descend(mul, up, v, dst)
+                dst[0] = _op(op, p, v[0]) if has_p else v[0]
+                _descend(op, up, v, dst)
         _canonical(o)
         c += 1
 
@@ -390,6 +400,12 @@ def real_scan(mul: bool, states: Arr, out: Arr, chunk: int = 0) -> None:
     and ``out`` are ``(rows, m)``, C-contiguous, of one real dtype; NaN results
     are the positive quiet NaN. ``chunk`` (a power of two; 0: the cache's
     choice) only cuts the work."""
+    chunk_scan(MUL if mul else ADD, states, out, chunk)
+
+
+def chunk_scan(op: int, states: Arr, out: Arr, chunk: int = 0) -> None:
+    """``out`` = the network's scan of ``(rows, m)`` one-component states by
+    ``op`` (ADD, MUL or LSE), in chunks of ``chunk`` states (0: the cache's)."""
     rows, m = states.shape
     if rows == 0 or m == 0:
         return
@@ -403,14 +419,13 @@ def real_scan(mul: bool, states: Arr, out: Arr, chunk: int = 0) -> None:
     # chunks before it: those come first, shared out over the threads.
     need = max(j0 for j0, _ in cuts)
     if nc > 1 and need > 0:
-        _run_flat(functools.partial(_trees_at, mul, a, m, t, chunk), need, need * chunk)
-    jobs = [functools.partial(_chunk_scans, mul, a, o, m, t, nc, j0, j1, chunk)
-            for j0, j1 in cuts]
-    pool.parallel(jobs)
+        _run_flat(functools.partial(_trees_at, op, a, m, t, chunk), need, need * chunk)
+    pool.parallel([functools.partial(_chunk_scans, op, a, o, m, t, nc, j0, j1, chunk)
+                   for j0, j1 in cuts])
 
 
-def _trees_at(mul: bool, a: Arr, m: int, t: Arr, chunk: int, j0: int, j1: int) -> None:
-    _chunk_trees(mul, a, m, t, j0, j1, chunk)
+def _trees_at(op: int, a: Arr, m: int, t: Arr, chunk: int, j0: int, j1: int) -> None:
+    _chunk_trees(op, a, m, t, j0, j1, chunk)
 
 
 def network_scan(kind: int, states: Arr, out: Arr, block: int = SCAN_BLOCK) -> None:
