@@ -272,6 +272,47 @@ def _canonical(o: Arr) -> None:  # pragma: no cover - compiled
         o[i] = v if v == v else nan
 
 
+@njit(nogil=True)
+def _quarter(op: int, s: Arr, dst: Arr) -> None:  # pragma: no cover - compiled
+    """Level 2 of states ``s``: ``dst[i]`` = (s[4i] ⊕ s[4i+1]) ⊕ (s[4i+2] ⊕ s[4i+3])."""
+    for i in range(dst.size):
+        b = 4 * i
+        dst[i] = _op(op, _op(op, s[b], s[b + 1]), _op(op, s[b + 2], s[b + 3]))
+
+
+@njit(nogil=True)
+def _descend4(op: int, up: Arr, s: Arr, o: Arr, p: Any, has_p: bool) -> None:  # pragma: no cover
+    """Results ``o`` of states ``s`` (four or more) from level 2's results
+    ``up``, through level 1's without storing them: with x level 2's result
+    before a block of four and l level 1's value s[4i] ⊕ s[4i+1], the block's
+    results are x ⊕ s[4i], x ⊕ l, (x ⊕ l) ⊕ s[4i+2] and ``up[i]``; before
+    block 0, x is ``p`` where ``has_p`` and nothing otherwise."""
+    h = up.size
+    first = _op(op, s[0], s[1])
+    o[0] = _op(op, p, s[0]) if has_p else s[0]
+    r1 = _op(op, p, first) if has_p else first
+    o[1] = r1
+    o[2] = _op(op, r1, s[2])
+    o[3] = up[0]
+    for i in range(1, h):
+        x = up[i - 1]
+        b = 4 * i
+        r1 = _op(op, x, _op(op, s[b], s[b + 1]))
+        o[b] = _op(op, x, s[b])
+        o[b + 1] = r1
+        o[b + 2] = _op(op, r1, s[b + 2])
+        o[b + 3] = up[i]
+    b = 4 * h
+    if s.size > b:
+        x = up[h - 1]
+        o[b] = _op(op, x, s[b])
+        if s.size > b + 1:
+            r1 = _op(op, x, _op(op, s[b], s[b + 1]))
+            o[b + 1] = r1
+            if s.size > b + 2:
+                o[b + 2] = _op(op, r1, s[b + 2])
+
+
 @njit(inline="always")
 def _tree(op: int, s: Arr, lev: Arr) -> int:  # pragma: no cover - compiled
     """The levels of states ``s`` above level 0, one after another in ``lev``
@@ -313,6 +354,49 @@ def _chain(op: int, vals: Arr, depth: int) -> Any:  # pragma: no cover - compile
     return acc
 
 
+@njit(inline="always")
+def _top(op: int, s: Arr, q: Arr, lev: Arr) -> Any:  # pragma: no cover - compiled
+    """The tree value of the first 2^k states of ``s`` (2^k ≤ len(s) < 2^(k+1)):
+    level 2 into ``q`` from four states on, the levels above it into ``lev``."""
+    if s.size < 4:
+        top = _tree(op, s, lev)
+        return lev[top] if top >= 0 else s[0]
+    b = q[:s.size // 4]
+    _quarter(op, s, b)
+    top = _tree(op, b, lev)
+    return lev[top] if top >= 0 else b[0]
+
+
+@njit(inline="always")
+def _down(op: int, s: Arr, o: Arr, lev: Arr, res: Arr, sizes: Arr, offs: Arr, p: Any,
+          has_p: bool, above: Any) -> None:  # pragma: no cover - compiled
+    """Results ``o`` of states ``s``, whose levels above ``_tree`` left in
+    ``lev``, down the levels from the top's result ``above``, each level's
+    first chained after ``p`` where ``has_p``: level j's results into ``res``
+    at level j's offset in ``lev``, level 0's into ``o``."""
+    nl = 0
+    size = s.size
+    off = 0
+    while size >= 2:
+        nl += 1
+        size //= 2
+        sizes[nl] = size
+        offs[nl] = off
+        off += size
+    sizes[0] = s.size
+    if nl == 0:
+        o[0] = above
+        return
+    res[offs[nl]] = above
+    for lv in range(nl - 1, -1, -1):
+        up = res[offs[lv + 1]:offs[lv + 1] + sizes[lv + 1]]
+        cnt = sizes[lv]
+        v = s if lv == 0 else lev[offs[lv]:offs[lv] + cnt]
+        dst = o if lv == 0 else res[offs[lv]:offs[lv] + cnt]
+        dst[0] = _op(op, p, v[0]) if has_p else v[0]
+        _descend(op, up, v, dst)
+
+
 @njit(nogil=True, cache=True)
 def _chunk_trees(op: int, a: Arr, m: int, t: Arr, j0: int, j1: int,
                  chunk: int) -> None:  # pragma: no cover - compiled
@@ -321,13 +405,13 @@ def _chunk_trees(op: int, a: Arr, m: int, t: Arr, j0: int, j1: int,
     ``t.shape[1]``; a partial chunk's entry is left alone."""
     nc = t.shape[1]
     lev = np.empty(chunk, a.dtype)
+    q = np.empty(chunk // 4 + 1, a.dtype)
     for j in range(j0, j1):
         r = j // nc
         c = j - r * nc
         lo = r * m + c * chunk
         if (c + 1) * chunk <= m:
-            top = _tree(op, a[lo:lo + chunk], lev)
-            t[r, c] = lev[top] if top >= 0 else a[lo]
+            t[r, c] = _top(op, a[lo:lo + chunk], q, lev)
 
 
 @njit(nogil=True, cache=True)
@@ -339,6 +423,8 @@ def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1
     row's chunks before the range's first."""
     lev = np.empty(chunk, a.dtype)
     res = np.empty(chunk, a.dtype)
+    q = np.empty(chunk // 4 + 1, a.dtype)
+    res2 = np.empty(chunk // 4 + 1, a.dtype)
     vals = np.empty(64, a.dtype)
     sizes = np.zeros(64, np.int64)
     sizes_l = np.empty(64, np.int64)
@@ -357,40 +443,25 @@ def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1
         mm = min(chunk, m - c * chunk)
         s = a[lo:lo + mm]
         o = out[lo:lo + mm]
-        top = _tree(op, s, lev)
+        # From four states on, level 2 (``b``, in ``q``) is made from the
+        # states directly and level 1 never stored: the levels from b up.
+        b = q[:mm // 4] if mm >= 4 else s
+        tv = _top(op, s, q, lev)
         has_p = depth > 0
         p = _chain(op, vals, depth) if has_p else s[0]
         # The top level's one result: P_{c+1} for a full chunk, else the
         # chain of P_c and the top's value (no digit reaches above).
-        tv = lev[top] if top >= 0 else s[0]
         if mm == chunk:
             depth = _push(op, vals, sizes, depth, tv)
             above = _chain(op, vals, depth)
         else:
             above = _op(op, p, tv) if has_p else tv
-        # Down the levels: level j's results into res (level 0's into o),
-        # from level j + 1's, laid out as lev: level j's size and offset.
-        nl = 0
-        size = mm
-        off = 0
-        while size >= 2:
-            nl += 1
-            size //= 2
-            sizes_l[nl] = size
-            offs[nl] = off
-            off += size
-        sizes_l[0] = mm
-        if nl == 0:
-            o[0] = above
+        if mm >= 4:
+            r2 = res2[:b.size]
+            _down(op, b, r2, lev, res, sizes_l, offs, p, has_p, above)
+            _descend4(op, r2, s, o, p, has_p)
         else:
-            res[offs[nl]] = above
-            for lv in range(nl - 1, -1, -1):
-                up = res[offs[lv + 1]:offs[lv + 1] + sizes_l[lv + 1]]
-                cnt = sizes_l[lv]
-                v = s if lv == 0 else lev[offs[lv]:offs[lv] + cnt]
-                dst = o if lv == 0 else res[offs[lv]:offs[lv] + cnt]
-                dst[0] = _op(op, p, v[0]) if has_p else v[0]
-                _descend(op, up, v, dst)
+            _down(op, s, o, lev, res, sizes_l, offs, p, has_p, above)
         _canonical(o)
         c += 1
 
