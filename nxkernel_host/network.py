@@ -368,7 +368,7 @@ def _top(op: int, s: Arr, q: Arr, lev: Arr) -> Any:  # pragma: no cover - compil
 
 
 @njit(inline="always")
-def _down(op: int, s: Arr, o: Arr, lev: Arr, res: Arr, sizes: Arr, offs: Arr, p: Any,
+def _results(op: int, s: Arr, o: Arr, lev: Arr, res: Arr, sizes: Arr, offs: Arr, p: Any,
           has_p: bool, above: Any) -> None:  # pragma: no cover - compiled
     """Results ``o`` of states ``s``, whose levels above ``_tree`` left in
     ``lev``, down the levels from the top's result ``above``, each level's
@@ -458,10 +458,10 @@ def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1
             above = _op(op, p, tv) if has_p else tv
         if mm >= 4:
             r2 = res2[:b.size]
-            _down(op, b, r2, lev, res, sizes_l, offs, p, has_p, above)
+            _results(op, b, r2, lev, res, sizes_l, offs, p, has_p, above)
             _descend4(op, r2, s, o, p, has_p)
         else:
-            _down(op, s, o, lev, res, sizes_l, offs, p, has_p, above)
+            _results(op, s, o, lev, res, sizes_l, offs, p, has_p, above)
         _canonical(o)
         c += 1
 
