@@ -1,11 +1,12 @@
 """Numba kernels of the odd/even network (contract "The odd/even network"), the
 host's float scans.
 
-A scan's states are cut into blocks (of 16 for real Sum and Prod, of
-``SCAN_BLOCK`` for the other combinations) whose results the network fixes.
-Every kernel computes a function of its input alone, whatever the split of
-the work: the pool (``pool``) only decides which thread computes which
-block, so results are the same bits on any number of threads.
+A scan's states are cut into chunks (real Sum and Prod, Logsumexp: cache-sized,
+``chunk_scan``) or blocks (``SCAN_BLOCK``, complex products) whose results
+the network fixes. Every kernel computes a function of its input alone,
+whatever the split of the work: the pool (``pool``) only decides which thread
+computes which chunk or block, so results are the same bits on any number of
+threads.
 
 Kernels take C-contiguous arrays; none uses fastmath (it would reassociate)
 or calls a recursive helper (``cache=True`` breaks on recursion, numba #6061).
@@ -25,7 +26,7 @@ from numba import njit
 from . import pool
 from .lanes import cmul
 
-__all__ = ["ADD", "CMUL", "LSE", "MOMENTS", "MUL", "SCAN_BLOCK", "SCAN_CHUNK_BYTES", "chunk_scan",
+__all__ = ["ADD", "CMUL", "LSE", "MUL", "SCAN_BLOCK", "SCAN_CHUNK_BYTES", "chunk_scan",
            "network_scan", "real_scan"]
 
 Arr = npt.NDArray[Any]
@@ -49,16 +50,15 @@ SCAN_CHUNK_BYTES: Final = 1 << 17
 # values are fixed by the states alone, so the split gives the whole
 # network's bits.
 #
-# States have one to three components (axis 0): a kind's combination reads
-# and writes all of them.
+# States have components (axis 0): a kind's combination reads and writes
+# all of them. Complex products scan by these phases (``network_scan``);
+# one-component states by the chunked kernels below, Moments by ``moments``.
 
-#: Combinations: Prog's complex Mul on (re, im), log-sum-exp of two, and
-#: Chan's merge of (count, mean, M2). Real Sum and Prod have their own
-#: kernels (``real_scan``).
+#: The generic phases' combination: Prog's complex Mul on (re, im).
 CMUL: Final = 0
+#: The chunked kernels' combinations of one component: log-sum-exp of two,
+#: a + b, a·b.
 LSE: Final = 1
-MOMENTS: Final = 2
-#: One-component combinations of the chunked kernels, with LSE: a + b, a·b.
 ADD: Final = 3
 MUL: Final = 4
 
@@ -77,30 +77,9 @@ def _lse2(a: float, b: float) -> float:  # pragma: no cover - compiled
 @njit(inline="always")
 def _combine(kind: int, x: Arr, i: int, y: Arr, j: int, z: Arr, k: int) -> None:  # pragma: no cover
     """``z[:, k] = x[:, i] ⊕ y[:, j]``, the earlier state ``x``'s; ``z`` may be
-    ``x`` or ``y`` at the same index."""
-    if kind == 0:
-        z[0, k], z[1, k] = cmul(x[0, i], x[1, i], y[0, j], y[1, j])
-    elif kind == 1:
-        z[0, k] = _lse2(x[0, i], y[0, j])
-    else:
-        na, ma, qa = x[0, i], x[1, i], x[2, i]
-        nb, mb, qb = y[0, j], y[1, j], y[2, j]
-        if na == 0:
-            z[0, k], z[1, k], z[2, k] = nb, mb, qb
-        elif nb == 0:
-            z[0, k], z[1, k], z[2, k] = na, ma, qa
-        else:
-            n = na + nb
-            if not (math.isfinite(ma) and math.isfinite(mb)):
-                # An infinite or NaN mean: the mean is the sum of the
-                # infinities (NaN with both signs), the variance a NaN.
-                z[0, k], z[1, k], z[2, k] = n, ma + mb, math.nan
-            else:
-                d = mb - ma
-                # IEEE's nb / +0 where a carry's count cancels the terms' (a
-                # Numba division by 0 raises): the device's bits.
-                w = nb / n if n != 0.0 else math.copysign(math.inf, nb)
-                z[0, k], z[1, k], z[2, k] = n, ma + d * w, qa + qb + d * d * (na * w)
+    ``x`` or ``y`` at the same index. The one ``kind`` of two components is
+    CMUL, Prog's complex Mul on (re, im)."""
+    z[0, k], z[1, k] = cmul(x[0, i], x[1, i], y[0, j], y[1, j])
 
 
 @njit(inline="always")
