@@ -5,12 +5,14 @@ float32, float64, complex64 and complex128 (the dtypes ``full_precision``
 names), in that precision; other dtypes answer ``WRONG_DTYPE``. Each matrix
 is copied (into its destination where LAPACK works in place there, else into
 a scratch array), so its layout never reaches LAPACK; a C-ordered matrix is
-handed to LAPACK as its transpose in column-major order, so no routine but
-qr and eig copies across orders. A matrix that fails, whose read elements hold an infinity or a NaN
-(checked first, for the routines LAPACK runs), that LAPACK reports it
-cannot factor (``info != 0``: not positive definite, no convergence), or, for
-solve_triangular, with a zero on its read diagonal, gives NaN in every result
-of its own, and in no other matrix's; no routine raises.
+handed to LAPACK as its transpose in column-major order, so cholesky, svd
+and solve_triangular copy nothing across orders and eigh only its
+eigenvectors (qr and eig work on Fortran-ordered copies). A matrix that
+fails, whose read elements hold an infinity or a NaN (checked first, for the
+routines LAPACK runs), that LAPACK reports it cannot factor (``info != 0``:
+not positive definite, no convergence), or, for solve_triangular, with a
+zero on its read diagonal, gives NaN in every result of its own, and in no
+other matrix's; no routine raises.
 
 lu is this module's own (Numba, serial): partial pivoting choosing the first
 row of greatest magnitude, the rule the contract states. The others call the
