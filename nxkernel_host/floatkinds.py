@@ -1,6 +1,7 @@
 """The host's float and complex node kinds (see ``kinds``): exact kinds by
 NumPy's ufuncs in the compute type, transcendentals in float64 rounded
-once, complex kinds as the reference fixes them.
+once (Exp, Tanh and Erf by ``simdmath``'s vectorised loops, the others by
+NumPy's ufuncs), complex kinds as the reference fixes them.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from nxkernel_core.prog import (
     Unary,
 )
 
-from . import trig
+from . import simdmath, trig
 from .kindbase import (
     _C128,
     _F64,
@@ -30,7 +31,6 @@ from .kindbase import (
     _contig,
     _finish,
     _numba_binary,
-    _numba_kernels,
     _store,
     _wide,
     where,
@@ -46,10 +46,15 @@ __all__ = ["fma_float"]
 #: Each takes a ufunc's (x, out=, dtype=); Sin, Cos and Tan reduce huge
 #: arguments themselves (``trig``), where the C library's reduction errs.
 _TRANSCENDENTAL: Final[dict[Unary, Callable[..., Arr]]] = {
-    Unary.EXP: np.exp, Unary.EXP2: np.exp2, Unary.LOG: np.log, Unary.LOG2: np.log2,
+    Unary.EXP2: np.exp2, Unary.LOG: np.log, Unary.LOG2: np.log2,
     Unary.LOG1P: np.log1p, Unary.EXPM1: np.expm1, Unary.SIN: trig.sin, Unary.COS: trig.cos,
     Unary.TAN: trig.tan, Unary.ASIN: np.arcsin, Unary.ACOS: np.arccos, Unary.ATAN: np.arctan,
-    Unary.SINH: np.sinh, Unary.COSH: np.cosh, Unary.TANH: np.tanh,
+    Unary.SINH: np.sinh, Unary.COSH: np.cosh,
+}
+#: The kinds ``simdmath`` computes in vectorised float64 (NumPy's float32
+#: loops round a float64 ufunc's value less quickly, and NumPy has no erf).
+_SIMD: Final[dict[Unary, Callable[..., Arr]]] = {
+    Unary.EXP: simdmath.exp, Unary.TANH: simdmath.tanh, Unary.ERF: simdmath.erf,
 }
 _EXACT_UNARY: Final[dict[Unary, np.ufunc]] = {
     Unary.SQRT: np.sqrt, Unary.RECIP: np.reciprocal, Unary.FLOOR: np.floor,
@@ -104,9 +109,14 @@ def _unary_float(kind: Unary, dt: Dtype) -> Impl:
             return lambda out, x: _finish(out, (_bits(x) ^ mask).view(dt.numpy_dtype))
         keep = ~mask
         return lambda out, x: _finish(out, (_bits(x) & keep).view(dt.numpy_dtype))
+    if kind in _SIMD:
+        f = _SIMD[kind]
+        if native:
+            return lambda out, x: f(x, out=out)
+        # The narrow floats: the float32 path's float64 value, rounded once.
+        return lambda out, x: _store(dt, f(_wide(x), out=np.empty(np.shape(x), _F64)), out)
     if kind in TRANSCENDENTAL:
-        # NumPy has no erf; libm's, through Numba, is within an ulp.
-        uf: Callable[..., Arr] = _numba_kernels()["erf"] if kind is Unary.ERF else _TRANSCENDENTAL[kind]
+        uf = _TRANSCENDENTAL[kind]
         if dt is D.float64:
             return lambda out, x: uf(_contig(x), out=out)
         if dt is D.float32:
