@@ -180,7 +180,8 @@ def overhead_rows(repeats: int) -> list[dict[str, Any]]:
     against NumPy's ufuncs: the caller's whole per-call cost (checks, a fresh
     destination, the library's door and kernel). Each pair is checked before
     timing: add and mul bit for bit (exact kinds), exp to 2 float32 ulps of
-    NumPy's (the host's float32 exp is correctly rounded)."""
+    NumPy's (the host's float32 exp is within an ulp of the correctly rounded
+    value)."""
     rng = np.random.default_rng(1)
     rows = []
     for n in (8, 1000):
