@@ -35,7 +35,7 @@ How:
   (Chebyshev nodes in 3/(3 + |x|), relative error below 2^-61), |x| clamped
   to 6 (erf rounds to 1 beyond 5.92).
 - The float32 path: e^c = 2^k·(1 + m), m = e^r − 1 by one-part ln2 and the
-  Taylor series to r^10/10! (``_exp_short``); Exp scales in one step; Tanh is
+  Taylor series to r^9/9! (``_exp_short``); Exp scales in one step; Tanh is
   −t/(2 + t), t = e^(−2|x|) − 1 = 2^k·(1 + m) − 1 (t's relative error stays
   near 2^-36 at small |x|), |x| clamped to 9.5; Erf as above with an 8-term
   Q and a 17-term F in s = (2|x| − 5)/3 on [1, 4], |x| clamped to 4.
@@ -262,28 +262,29 @@ def _erf(x: float) -> float:  # pragma: no cover - compiled
 
 @njit(inline="always")
 def _exp_short(c: float) -> tuple[float, float]:  # pragma: no cover - compiled
-    """``(scale, m)`` with e^c = scale·(1 + m) to about 2^-36, scale = 2^k
+    """``(scale, m)`` with e^c = scale·(1 + m) to about 2^-37, scale = 2^k
     and m = e^r − 1 (r = c − k·ln2, |r| <= ln2/2, m to about 2^-36 of
-    itself), for finite |c| <= 1000."""
+    itself), for |c| <= 1000; a NaN c makes m a NaN (and scale any number:
+    k is read from bits, never converted, so no operation is undefined)."""
     t = c * _INVLN2 + _SHIFT
     k = np.int64(np.float64(t).view(np.int64)) - _SHIFT_BITS
     r = _fma(-(t - _SHIFT), _LN2, c)
     r2 = r * r
     r4 = r2 * r2
-    p = _fma(r4 * r4, _P10, _fma(r4, _fma(r2, _fma(r, _P9, _P8), _fma(r, _P7, _P6)),
-                                 _fma(r2, _fma(r, _P5, _P4), _fma(r, _P3, _P2))))
+    p = _fma(r4, _fma(r2, _fma(r, _P9, _P8), _fma(r, _P7, _P6)),
+             _fma(r2, _fma(r, _P5, _P4), _fma(r, _P3, _P2)))
     return _pow2(k), _fma(r2, p, r)
 
 
 @njit(inline="always")
 def _exp32(x: float) -> float:  # pragma: no cover - compiled
     """e^x for a float32 x, to about 2^-36 (float32's range clamped: e^90
-    overflows float32, e^-110 underflows it)."""
+    overflows float32, e^-110 underflows it; the comparisons keep a NaN,
+    which the arithmetic carries to the result)."""
     c = 90.0 if x > 90.0 else x
-    c = -110.0 if not c >= -110.0 else c
+    c = -110.0 if c < -110.0 else c
     scale, m = _exp_short(c)
-    v = _fma(scale, m, scale)
-    return v if x == x else x + x
+    return _fma(scale, m, scale)
 
 
 @njit(inline="always")
@@ -292,11 +293,10 @@ def _tanh32(x: float) -> float:  # pragma: no cover - compiled
     (= scale·(1 + m) − 1, scale − 1 exact), |x| clamped to 9.5 (tanh rounds
     to 1 in float32 beyond 9.02)."""
     a = abs(x)
-    a = 9.5 if not a <= 9.5 else a
+    a = 9.5 if a > 9.5 else a
     scale, m = _exp_short(-2.0 * a)
     t = _fma(scale, m, scale - 1.0)
-    v = -t / (2.0 + t)
-    return np.copysign(v, x) if x == x else x + x
+    return np.copysign(-t / (2.0 + t), x)
 
 
 @njit(inline="always")
@@ -314,8 +314,8 @@ def _erf32(x: float) -> float:  # pragma: no cover - compiled
     f = _h_poly(s)
     scale, m = _exp_short(-(b * b))
     large = 1.0 - _fma(scale, m, scale) * f
-    v = small if a < 1.0 else large
-    return np.copysign(v, x) if x == x else x + x
+    # A NaN takes ``small``, a NaN.
+    return np.copysign(large if a >= 1.0 else small, x)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
