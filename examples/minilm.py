@@ -71,6 +71,9 @@ MAX_TOKENS: Final = 256
 MIN_COUNT: Final = 1e-9
 #: L2 normalisation divides by at least this norm, as ``torch.nn.functional.normalize``.
 MIN_NORM: Final = 1e-12
+#: Sentences per batch of ``embed``: sorted by length, each batch padded to its
+#: longest (fewer tokens of padding than one batch of all, still large products).
+BATCH: Final = 16
 
 F32: Final = D.float32
 Arr = npt.NDArray[Any]
@@ -411,12 +414,22 @@ def embed_tokens(ids: Arr, types: Arr, lengths: Arr, device: str = "host") -> Ar
     return result
 
 
-def embed(sentences: Sequence[str], device: str = "host") -> Arr:
+def embed(sentences: Sequence[str], device: str = "host", batch: int = BATCH) -> Arr:
     """The model's normalised sentence embeddings, ``[len(sentences), 384]``
-    float32 in input order, computed by nxkernel kernels on ``device``."""
+    float32 in input order, computed by nxkernel kernels on ``device``: the
+    sentences sorted by token count (longest first) and embedded ``batch`` at a
+    time, each batch padded to its longest, so that little is computed for
+    padding (as sentence-transformers batches)."""
     if not sentences:
         return np.zeros((0, HIDDEN), dtype=np.float32)
-    return embed_tokens(*tokenize(sentences), device=device)
+    ids, types, lengths = tokenize(sentences)
+    order = np.argsort(-lengths, kind="stable")
+    out = np.empty((len(sentences), HIDDEN), dtype=np.float32)
+    for start in range(0, len(order), batch):
+        pick = order[start:start + batch]
+        t = int(lengths[pick].max())
+        out[pick] = embed_tokens(ids[pick, :t], types[pick, :t], lengths[pick], device)
+    return out
 
 
 # --------------------------------------------------------------------------

@@ -154,6 +154,14 @@ def test_phases_time_each_layer_and_change_nothing(minilm: ModuleType, embedding
     assert np.abs(inside - embeddings[:2]).max() <= 1e-5
 
 
+def test_batches_keep_the_input_order(minilm: ModuleType, embeddings: Arr) -> None:
+    """Sentences sorted by length and embedded two at a time, each pair padded
+    to its longer: the same embeddings, in input order."""
+    pairs = minilm.embed(SENTENCES, batch=2)
+    assert pairs.shape == embeddings.shape
+    assert np.abs(pairs - embeddings).max() <= 1e-6
+
+
 def test_embed_of_no_sentence(minilm: ModuleType) -> None:
     assert minilm.embed([]).shape == (0, 384)
 
