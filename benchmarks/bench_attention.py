@@ -2,17 +2,20 @@
 textbook NumPy version, side by side in one process.
 
 Cases: B = 1, H = 8, T = 1024 and 4096, d = 64 and 128, float32, causal and
-not, grouped (hq = 8, hk = 2) and paged (page 16), on one and two threads
+not, grouped (hq = 8, hk = 2) and paged (page 16); decoding (one query row
+per head against T = 4096 keys, grouped heads hq = 32, hk = 8, d = 64); on one
+and two threads
 (``nxkernel_host.threads`` for ours, ``torch.set_num_threads`` for PyTorch; the
 textbook version's BLAS pinned to one thread for the one-thread rows). Each
 row times ours, NumPy's and PyTorch's alternately and keeps the best of the
 repeats: one-thread rows by the calling thread's CPU time (all three run on
 it, so other processes' load does not count), two-thread rows by wall time;
 reporting ``ratio = numpy_s / ours_s`` and ``ratio_torch =
-torch_s / ours_s`` (above 1: ours is faster). At T = 4096 the rows also give
-the peak bytes each version allocates (``tracemalloc``, which sees NumPy's
-buffers). Without PyTorch installed the PyTorch columns are ``None``, with a
-printed note. ``python -m benchmarks.bench_attention [--quick] [--json PATH]``.
+torch_s / ours_s`` (above 1: ours is faster). The one-thread rows of
+full and causal attention also give the peak bytes ours and the textbook
+version allocate (``tracemalloc``, which sees NumPy's buffers). Without
+PyTorch installed the PyTorch columns are ``None``, with a printed note.
+``python -m benchmarks.bench_attention [--quick] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -144,10 +147,11 @@ def _check(name: str, ours: Callable[[], None], o: Array, lse: Array,
 
 
 def _case(t: int, d: int, causal: bool, hk: int, page: int | None, threads: int,
-          repeats: int, peak: bool) -> dict[str, Any]:
+          repeats: int, peak: bool, hq: int = 8, tq: int | None = None) -> dict[str, Any]:
+    """One row: hq query heads of tq rows (t where None) against t keys."""
     rng = np.random.default_rng(0)
-    hq = 8
-    q = rng.standard_normal((1, hq, t, d), dtype=np.float32)
+    rows = t if tq is None else tq
+    q = rng.standard_normal((1, hq, rows, d), dtype=np.float32)
     k = rng.standard_normal((1, hk, t, d), dtype=np.float32)
     v = rng.standard_normal((1, hk, t, d), dtype=np.float32)
     scale = 1 / math.sqrt(d)
@@ -166,8 +170,8 @@ def _case(t: int, d: int, causal: bool, hk: int, page: int | None, threads: int,
         table = order[None, :].astype(np.int64)
         spec = S.Attention(prog, (), scale, D.float32, S.Paged(page))
         operands = [Array.from_numpy(x) for x in (q, k_pool, v_pool, table)]
-    o = Array.empty(D.float32, (1, hq, t, d))
-    lse = Array.empty(D.float32, (1, hq, t))
+    o = Array.empty(D.float32, (1, hq, rows, d))
+    lse = Array.empty(D.float32, (1, hq, rows))
 
     def ours() -> None:
         assert LIB.attention(spec, [o, lse], operands) is Answer.DONE
@@ -183,8 +187,8 @@ def _case(t: int, d: int, causal: bool, hk: int, page: int | None, threads: int,
         def textbook() -> tuple[Arr, Arr]:
             return _textbook(q, gather(k_pool, table), gather(v_pool, table), scale, causal)
 
-    kind = ("causal" if causal else "full") + (f" gqa{hq}/{hk}" if hk != hq else "") + (
-        f" paged{page}" if page else "")
+    kind = ("decode" if tq is not None else "causal" if causal else "full") + (
+        f" gqa{hq}/{hk}" if hk != hq else "") + (f" paged{page}" if page else "")
     name, size = f"attention {kind} d{d} {threads}t", f"T={t}"
     try:
         _check(name, ours, o, lse, textbook, q, k, v, scale)
@@ -227,7 +231,8 @@ def _case(t: int, d: int, causal: bool, hk: int, page: int | None, threads: int,
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
-    """The rows (see the module doc); ``quick``: T = 1024 and d = 64 alone."""
+    """The rows (see the module doc); ``quick``: T = 1024 and d = 64 alone, and
+    the decoding rows."""
     if torch is None:
         print("bench_attention: PyTorch is not installed; its columns are None "
               "(pip install torch to compare with scaled_dot_product_attention)")
@@ -240,10 +245,13 @@ def run(quick: bool) -> list[dict[str, Any]]:
             for causal in (True, False):
                 for threads in (1, 2):
                     rows.append(_case(t, d, causal, 8, None, threads, repeats,
-                                      peak=t >= 4096 and threads == 1))
+                                      peak=threads == 1))
         for causal in (True, False):
             rows.append(_case(t, 64, causal, 2, None, 1, repeats, peak=False))
             rows.append(_case(t, 64, causal, 8, 16, 1, repeats, peak=False))
+    for threads in (1, 2):
+        rows.append(_case(4096, 64, False, 8, None, threads, 10 if quick else 30, peak=False,
+                          hq=32, tq=1))
     return rows
 
 

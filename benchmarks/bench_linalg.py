@@ -8,9 +8,10 @@ process; times are medians. ``ratio`` is the reference's time over ours (above
 ``vs scipy.fft``, ``vs dequantise+matmul`` or ``vs loop of matmuls``: then
 ``numpy_s`` holds that reference's time.
 
-Our kernels pin OpenBLAS to one thread per call and parallelise contractions
-themselves (fixed chunks of rows on a thread pool), so their bits do not
-depend on thread counts; NumPy's routines use OpenBLAS's own threads.
+Our contractions multiply on the host library's own single-threaded OpenBLAS
+and parallelise themselves (fixed tiles of the output on a thread pool,
+``nxkernel_host.tiling``), so their bits do not depend on thread counts;
+NumPy's routines use OpenBLAS's own threads.
 
 Each row checks ours against the reference before timing: contractions
 within both sides' largest allowed e(K) = γ(2K + 2) of Σ|a||b| per output;
@@ -44,13 +45,13 @@ Arr = np.ndarray[Any, Any]
 
 
 def _products(what: str, call: Callable[[], object], dst: Array, want: Callable[[], Arr],
-              mass: Arr, k: int) -> Check:
+              mass: Arr, k: int, dtype: type[np.floating[Any]] = np.float32) -> Check:
     """A contraction row's check: ours and the reference each within the
-    contract's largest e(K) = γ(2K + 2) (float32) of ``mass`` (Σ|a||b| per
-    output) of the exact sum, so within twice that of each other."""
+    contract's largest e(K) = γ(2K + 2) (of ``dtype``) of ``mass`` (Σ|a||b|
+    per output) of the exact sum, so within twice that of each other."""
     def check() -> None:
         assert call() is Answer.DONE, f"{what}: nxkernel did not compute"
-        check_within(what, dst.to_numpy(), want(), 2 * gamma(2 * k + 2, np.float32) * mass)
+        check_within(what, dst.to_numpy(), want(), 2 * gamma(2 * k + 2, dtype) * mass)
 
     return check
 
@@ -79,6 +80,15 @@ def _contract_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
     rows.append(_row("contract matmul", n, "float32", matmul, lambda: a @ b, repeats,
                      check=_products("bench_linalg: matmul: nxkernel and NumPy", matmul, dst,
                                      lambda: a @ b, np.abs(a) @ np.abs(b), n)))
+
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    xa64, xb64, dst64 = Array.from_numpy(a64), Array.from_numpy(b64), Array.empty(D.float64, (n, n))
+    spec64 = S.Contract((), ((1, 0),), D.float64)
+    matmul64 = lambda: contract(spec64, [dst64], [xa64, xb64])  # noqa: E731
+    rows.append(_row("contract matmul", n, "float64", matmul64, lambda: a64 @ b64, repeats,
+                     check=_products("bench_linalg: matmul f64: nxkernel and NumPy", matmul64,
+                                     dst64, lambda: a64 @ b64, np.abs(a64) @ np.abs(b64), n,
+                                     np.float64)))
 
     batch, m = (8, 64) if quick else (64, 128)
     ba = rng.standard_normal((batch, m, m)).astype(np.float32)
@@ -206,7 +216,7 @@ def _matrix_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
-    """The rows: full sizes (1024³ and 64×128³ contractions, 2^20-point FFT,
+    """The rows: full sizes (1024³ float32 and float64 and 64×128³ contractions, 2^20-point FFT,
     512² routines), or small ones with ``quick``."""
     repeats = 3 if quick else 9
     return [*_contract_rows(quick, repeats), *_fft_rows(quick, repeats),

@@ -1,5 +1,8 @@
 """Host reduce, scan and a padded window sum against NumPy (and SciPy's
-logsumexp), side by side in one process.
+logsumexp), side by side in one process. The scans: cumsum against
+``np.cumsum`` (float32 at 1e8 too, in full runs), the Logsumexp scan against
+``np.logaddexp.accumulate``, the Moments scan (running mean and variance)
+against NumPy's float64 cumulative sums of x and x².
 
 Each case times our kernel (called on the host library directly, arrays and
 destinations made beforehand) and NumPy's best equivalent, alternating, and
@@ -50,14 +53,91 @@ def _reduce_call(a: Array, reductions: tuple[tuple[Any, int, D.Dtype], ...],
     return call, dsts
 
 
-def _cumsum_call(a: Array) -> tuple[Callable[[], None], list[Array]]:
-    spec = S.Scan(Prog.identity(a.dtype), (S.PLAIN,), a.rank - 1, S.Monoid.SUM, 0, a.dtype)
-    dst = Array.empty(a.dtype, a.shape)
+def _scan_call(a: Array, red: Any) -> tuple[Callable[[], None], list[Array]]:
+    """One scan call of ``a`` along its last axis into destinations made beforehand."""
+    spec = S.Scan(Prog.identity(a.dtype), (S.PLAIN,), a.rank - 1, red, 0, a.dtype)
+    dsts = [Array.empty(dt, a.shape) for dt in spec.result_dtypes()]
 
     def call() -> None:
-        assert LIB.scan(spec, [dst], [a]) is Answer.DONE
+        assert LIB.scan(spec, dsts, [a]) is Answer.DONE
 
-    return call, [dst]
+    return call, dsts
+
+
+def _moments_numpy(x: np.ndarray[Any, Any]) -> tuple[Any, Any]:
+    """The running mean and variance the NumPy way: float64 cumulative sums of
+    the terms and their squares, E[x²] − mean², rounded into x's dtype."""
+    count = np.arange(1, x.size + 1, dtype=np.float64)
+    mean = np.cumsum(x, dtype=np.float64) / count
+    var = np.cumsum(np.square(x, dtype=np.float64)) / count - mean * mean
+    return mean.astype(x.dtype), var.astype(x.dtype)
+
+
+def _depths(n: int) -> np.ndarray[Any, Any]:
+    """D(i) = max(1, 2⌈log₂(i + 1)⌉ − 1) for i < n: the network's depths (1 at 0)."""
+    d: np.ndarray[Any, Any] = np.maximum(
+        1, 2 * np.ceil(np.log2(np.arange(1, n + 1, dtype=np.float64))) - 1)
+    return d
+
+
+def _check_cumsum(what: str, x: np.ndarray[Any, Any], got: np.ndarray[Any, Any],
+                  want: np.ndarray[Any, Any]) -> None:
+    """Ours within γ(D(i))·Σ|x| (the network's depth) plus the rounding into
+    the destination, NumPy's within its sequential γ(i)·Σ|x|, both of a
+    float64 sum of the terms, in blocks (1e8 terms fit no float64 copies)."""
+    u = float(np.finfo(x.dtype).eps) / 2
+    step = 1 << 22
+    total = absolute = 0.0
+    for lo in range(0, x.size, step):
+        part = x[lo:lo + step].astype(np.float64)
+        ref = total + np.cumsum(part)
+        mag = absolute + np.cumsum(np.abs(part))
+        total, absolute = float(ref[-1]), float(mag[-1])
+        i = np.arange(lo, lo + part.size, dtype=np.float64)
+        d = _depths(lo + part.size)[lo:]
+        slack = timing.gamma(x.size, np.float64) * mag
+        timing.check_within(what + " (ours and a float64 sum)", got[lo:lo + step], ref,
+                            d * u / (1 - d * u) * mag + u * np.abs(ref) + slack)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # γ(i), infinite from i·u ≥ 1 on: a float32 sum of 1e8 terms has
+            # no bound to check NumPy's against.
+            seq = np.where(i * u < 1, i * u / (1 - i * u), np.inf) * mag
+        timing.check_within(what + " (NumPy and a float64 sum)", want[lo:lo + step], ref,
+                            seq + slack)
+
+
+def _check_lse_scan(what: str, x: np.ndarray[Any, Any], got: np.ndarray[Any, Any],
+                    want: np.ndarray[Any, Any]) -> None:
+    """Ours within the host's stated D(i)·(2B + 3)·2⁻⁵³ (B the largest |term| so
+    far plus log(i + 1)) and the rounding into the destination; NumPy's
+    sequential logaddexp within 4 roundings of its dtype per step, an error
+    that later steps do not amplify (∂lse/∂s ≤ 1)."""
+    u = float(np.finfo(x.dtype).eps) / 2
+    i = np.arange(x.size, dtype=np.float64)
+    big = np.maximum.accumulate(np.abs(x.astype(np.float64))) + np.log(i + 1)
+    ours = _depths(x.size) * (2 * big + 3) * 2.0**-53 + u * np.abs(want.astype(np.float64))
+    timing.check_within(what, got, want, ours + 4 * u * (i + 1) * (big + 1))
+
+
+def _check_moments_scan(what: str, x: np.ndarray[Any, Any], got: list[np.ndarray[Any, Any]],
+                        want: tuple[Any, Any]) -> None:
+    """Mean and variance: ours within the host's stated bounds in D(i), NumPy's
+    float64 sums within γ(i + 1) of Σ|x| and Σx², both rounded once into the
+    destination's dtype."""
+    u = float(np.finfo(x.dtype).eps) / 2
+    u64 = 2.0**-53
+    wide = x.astype(np.float64)
+    count = np.arange(1, x.size + 1, dtype=np.float64)
+    d = _depths(x.size)
+    big = np.maximum.accumulate(np.abs(wide))
+    g = count * u64 / (1 - count * u64)
+    mean_abs, mean_sq = np.cumsum(np.abs(wide)) / count, np.cumsum(wide * wide) / count
+    m, v = (np.abs(w.astype(np.float64)) for w in want)
+    timing.check_within(what + " (mean)", got[0], want[0],
+                        7 * d * u64 * big + g * mean_abs + 2 * u * m)
+    timing.check_within(what + " (variance)", got[1], want[1],
+                        d * u64 * (6 * v + 10 * np.sqrt(d) * big * np.sqrt(v))
+                        + 2 * g * (mean_sq + mean_abs**2) + 2 * u * v)
 
 
 def _pool_numpy(x: np.ndarray[Any, Any]) -> Callable[[], np.ndarray[Any, Any]]:
@@ -91,9 +171,11 @@ def _check(name: str, x: np.ndarray[Any, Any], dsts: list[Array], call: Callable
            theirs: Callable[[], Any]) -> timing.Check:
     """The row's check: one call of each, compared as the contract fixes
     them: Max and Arg bit for bit;
-    Sum, the cumsum and the pool within γ(n − 1)·Σ|x| for each side (n the
-    terms); Logsumexp within the host's stated bound plus SciPy's few ulps;
-    Moments within their stated bounds plus NumPy's pairwise γ(n)."""
+    Sum and the pool within γ(n − 1)·Σ|x| for each side (n the terms); the
+    scans each side against a float64 reference or within both sides' bounds
+    (``_check_cumsum`` and the others); Logsumexp within the host's stated
+    bound plus SciPy's few ulps; Moments within their stated bounds plus
+    NumPy's pairwise γ(n)."""
     what = f"bench_reduce: {name}: nxkernel and NumPy"
 
     def check() -> None:
@@ -111,8 +193,11 @@ def _check(name: str, x: np.ndarray[Any, Any], dsts: list[Array], call: Callable
             timing.check_within(what, got[0], want,
                                 2 * timing.gamma(n, x.dtype) * float(np.sum(np.abs(wide))))
         elif name == "cumsum":
-            timing.check_within(what, got[0], want,
-                                2 * timing.gamma(n, x.dtype) * np.cumsum(np.abs(wide)))
+            _check_cumsum(what, x, got[0], want)
+        elif name == "logsumexp scan":
+            _check_lse_scan(what, x, got[0], want)
+        elif name == "moments scan":
+            _check_moments_scan(what, x, got, want)
         elif name == "pool3x3":
             timing.check_within(what, got[0], want, 2 * timing.gamma(9, x.dtype) * 9 * np.max(np.abs(wide)))
         elif name == "logsumexp":
@@ -154,7 +239,10 @@ def run(quick: bool) -> list[dict[str, Any]]:
                  functools.partial(scipy.special.logsumexp, x), x),
                 ("mean+var", _reduce_call(a, ((S.MOMENTS, 0, dt),)),
                  functools.partial(_mean_var, x), x),
-                ("cumsum", _cumsum_call(a), functools.partial(np.cumsum, x), x),
+                ("cumsum", _scan_call(a, S.Monoid.SUM), functools.partial(np.cumsum, x), x),
+                ("logsumexp scan", _scan_call(a, S.LOGSUMEXP),
+                 functools.partial(np.logaddexp.accumulate, x), x),
+                ("moments scan", _scan_call(a, S.MOMENTS), functools.partial(_moments_numpy, x), x),
             ]
             side = round(n**0.5)
             img = rng.standard_normal((side, side)).astype(dt.numpy_dtype)
@@ -166,7 +254,18 @@ def run(quick: bool) -> list[dict[str, Any]]:
             rows += [timing.row(name, n, dt.name, call, theirs, repeats,
                                 check=_check(name, data, dsts, call, theirs))
                      for name, (call, dsts), theirs, data in cases]
+    if not quick:
+        rows.append(_cumsum_row(rng, 10**8, 5))
     return rows + overhead_rows(repeats * 40)
+
+
+def _cumsum_row(rng: np.random.Generator, n: int, repeats: int) -> dict[str, Any]:
+    """The float32 cumsum row at ``n`` terms alone (1e8: 400 MB an array)."""
+    x = rng.standard_normal(n).astype(np.float32)
+    call, dsts = _scan_call(Array.from_numpy(x), S.Monoid.SUM)
+    theirs = functools.partial(np.cumsum, x)
+    return timing.row("cumsum", n, "float32", call, theirs, repeats,
+                      check=_check("cumsum", x, dsts, call, theirs))
 
 
 def overhead_rows(repeats: int) -> list[dict[str, Any]]:

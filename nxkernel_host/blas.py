@@ -9,10 +9,12 @@ OpenBLAS (the ``scipy-openblas32`` wheel's library, whose symbols carry a
 ``scipy_`` prefix) from a private copy under a name no thread-pool controller
 knows (threadpoolctl finds OpenBLAS by file name), sets it to one thread
 once, and makes its parallelism itself, over fixed tiles of the output (a
-function of the extents alone) on its own threads. Each element's order of
-summation is then a function of the extents and of the OpenBLAS core type
-(``corename()``, chosen by OpenBLAS from the CPU), and nothing another thread
-does to any BLAS changes it.
+function of the extents alone, ``tiling``) on its own threads. Each
+element's order of summation is then a function of the extents and of the
+OpenBLAS core type (``corename()``: chosen by OpenBLAS when the instance
+loads, from the CPU, or the one ``OPENBLAS_CORETYPE`` names where the
+process's environment sets it then, as NumPy's OpenBLAS does), and nothing
+another thread does to any BLAS changes it.
 
 The matrix routines (``lapack``), which factor one matrix at a time, run on
 a second private instance kept on ``ROUTINE_THREADS`` threads: OpenBLAS
@@ -37,13 +39,14 @@ import importlib.util
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ROUTINE_THREADS", "corename", "gemm", "gemm_rows", "library"]
+__all__ = ["INT_MAX", "ROUTINE_THREADS", "corename", "gemm", "gemm_strided", "library"]
 
 NDArray = npt.NDArray[Any]
 
@@ -52,7 +55,7 @@ _ROW_MAJOR: Final = 101
 _NO_TRANS: Final = 111
 _TRANS: Final = 112
 #: The largest extent a 32-bit BLAS integer holds.
-_INT_MAX: Final = 2**31 - 1
+INT_MAX: Final = 2**31 - 1
 #: The threads of the routines' instance: a constant, so it fixes their bits.
 ROUTINE_THREADS: Final = 2
 
@@ -98,6 +101,12 @@ def library(threads: int = 1) -> ctypes.CDLL:
         fn.argtypes = [blasint, blasint, blasint, blasint, blasint, blasint, scalar, pointer, blasint,
                        pointer, blasint, scalar, pointer, blasint]
         fn.restype = None
+        # The strided batch: order, transpositions, m, n, k, alpha, a, lda,
+        # stride a, b, ldb, stride b, beta, c, ldc, stride c, count.
+        fn = getattr(lib, f"{name}_batch_strided")
+        fn.argtypes = [blasint, blasint, blasint, blasint, blasint, blasint, scalar, pointer, blasint,
+                       blasint, pointer, blasint, blasint, scalar, pointer, blasint, blasint, blasint]
+        fn.restype = None
     return lib
 
 
@@ -137,7 +146,7 @@ def gemm(a: NDArray, b: NDArray, out: NDArray) -> None:
                          f"{a.dtype}, {b.dtype} and {out.dtype}")
     if b.shape[0] != k or out.shape != (m, n):
         raise ValueError(f"blas.gemm: shapes {a.shape} @ {b.shape} into {out.shape} do not chain")
-    if max(m, n, k) > _INT_MAX:
+    if max(m, n, k) > INT_MAX:
         raise ValueError(f"blas.gemm: extents {m}, {n}, {k} exceed a 32-bit BLAS's")
     if m == 0 or n == 0:
         return
@@ -155,22 +164,26 @@ def gemm(a: NDArray, b: NDArray, out: NDArray) -> None:
        out.ctypes.data, out.strides[0] // size)
 
 
-def gemm_rows(dtype: npt.DTypeLike, m: int, n: int, k: int) -> Any:
-    """``gemm`` of C-contiguous ``a [m, k]``, ``b [k, n]`` and ``out [m, n]``
-    (1 <= m, n, k; extents a 32-bit BLAS integer holds) as a function of the
-    three addresses: the call ``gemm`` makes for such arrays, with its checks
-    made once here."""
+def gemm_strided(dtype: npt.DTypeLike) -> Callable[[int, int, int, int, int, int, int, int, int,
+                                                   int, int, int, int], None]:
+    """The private instance's sgemm or dgemm over a strided batch, as a
+    function of ``(m, n, k, a, lda, stride_a, b, ldb, stride_b, out, ldc,
+    stride_c, count)`` (addresses, and extents, leading dimensions and
+    strides in elements): ``out_i[...] = a_i @ b_i`` for i < count, each
+    operand row-major and not transposed, operand i at its address plus
+    ``i · stride`` elements. Each product is computed alone, by a routine
+    OpenBLAS chooses from (m, n, k) and its core type (its small-matrix
+    kernel up to 100³ multiply-adds, else its blocked driver), so its bits do
+    not depend on ``count`` or on the other products. The caller keeps every
+    value within a 32-bit BLAS integer, ``(count − 1) · stride`` included (the
+    batch indexes in 32 bits), and 1 <= m, n, k, count."""
     lib = library()
-    wide = np.dtype(dtype) != np.float32
-    fn = lib.scipy_cblas_dgemm if wide else lib.scipy_cblas_sgemm
-    # Every argument but the addresses made once as its C type: ctypes passes
-    # such an argument as it is, and converts a Python number anew each call.
-    scalar = ctypes.c_double if wide else ctypes.c_float
-    order, no_trans = ctypes.c_int(_ROW_MAJOR), ctypes.c_int(_NO_TRANS)
-    cm, cn, ck = ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)
-    one, zero = scalar(1.0), scalar(0.0)
+    fn = (lib.scipy_cblas_sgemm_batch_strided if np.dtype(dtype) == np.float32
+          else lib.scipy_cblas_dgemm_batch_strided)
 
-    def product(a: int, b: int, out: int) -> None:
-        fn(order, no_trans, no_trans, cm, cn, ck, one, a, ck, b, cn, zero, out, cn)
+    def product(m: int, n: int, k: int, a: int, lda: int, stride_a: int, b: int, ldb: int,
+                stride_b: int, out: int, ldc: int, stride_c: int, count: int) -> None:
+        fn(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a, lda, stride_a, b, ldb, stride_b, 0.0,
+           out, ldc, stride_c, count)
 
     return product

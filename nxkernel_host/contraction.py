@@ -6,7 +6,8 @@ the accumulator and multiplied by its block scales on the way), so nothing
 downstream sees the caller's layout. Then:
 
 * float32 and float64 accumulators multiply by sgemm/dgemm of the library's
-  own OpenBLAS instance (``blas.gemm``); complex ones by four real products of the parts,
+  own OpenBLAS instance over fixed tiles (``tiling``); complex ones by four
+  real products of the parts,
   ``re = ar·br − ai·bi`` and ``im = ar·bi + ai·br``; init is added last, one
   rounding per part.
 * integer accumulators are exact and wrap: where every product and partial sum
@@ -16,17 +17,17 @@ downstream sees the caller's layout. Then:
 
 Determinism. OpenBLAS's bits depend on its thread count, so the library
 multiplies on its own OpenBLAS instance, which stays on one thread whatever
-the program does to its BLAS (``blas``). The parallelism is this module's
-own: each product is cut into fixed chunks of rows (a function of the
-extents alone) that the library's threads (``pool``) compute, each by one single-threaded gemm,
-so each element's order of summation is a function of the extents and the
-OpenBLAS core type.
+the program does to its BLAS (``blas``). The parallelism is its own
+(``tiling``): each product's output is cut into fixed tiles (whole panels of
+rows, then of columns; never K), a function of the extents alone, that the
+library's threads (``pool``) compute, each tile of each batch element by one
+single-threaded product of OpenBLAS's strided batch, so each element's order
+of summation is a function of the extents and the OpenBLAS core type.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Sequence
 from typing import Any, Final
@@ -44,18 +45,13 @@ from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.layout import Layout
 from nxkernel_core.rig import host_address
 
-from . import blas, pool
+from . import blas, pool, tiling
 from .family import Family, Hook
 from .views import read, store, target
 
 __all__ = ["FAMILY", "contract", "declines", "declines_call", "error_factor"]
 
 NDArray = npt.NDArray[Any]
-
-#: Rows per chunk of a product: chunks are a function of the extents alone.
-CHUNK_ROWS: Final = 256
-#: Below this many multiply-adds a product's chunks run on the calling thread.
-_POOL_MIN_WORK: Final = 1 << 21
 
 def _aligned(shape: Sequence[int], dtype: npt.DTypeLike) -> NDArray:
     """An uninitialised C-contiguous array whose data starts on a 64-byte line."""
@@ -64,45 +60,6 @@ def _aligned(shape: Sequence[int], dtype: npt.DTypeLike) -> NDArray:
     raw = np.empty(nbytes + 64, dtype=np.uint8)
     start = -raw.ctypes.data % 64
     return raw[start:start + nbytes].view(dt).reshape(shape)
-
-
-def _products(jobs: Sequence[tuple[NDArray, NDArray, NDArray]]) -> None:
-    """``out[...] = a @ b`` for each job of 2-D arrays (``a [R, K]`` and ``b [K, C]``
-    C-contiguous, ``out [R, C]`` C-contiguous), float by the library's own
-    single-threaded gemm, integer by NumPy's loop. Each job runs in chunks of
-    ``CHUNK_ROWS`` rows (nearly equal, a function of R alone), on the
-    library's threads (``pool``) when there is work."""
-    chunks: list[tuple[NDArray, NDArray, NDArray]] = []
-    work = 0
-    for a, b, out in jobs:
-        rows, k = a.shape
-        cols = b.shape[1]
-        if rows == 0 or cols == 0:
-            continue
-        if k == 0:
-            out[...] = 0
-            continue
-        n = -(-a.shape[0] // CHUNK_ROWS)
-        bounds = [a.shape[0] * i // n for i in range(n + 1)]
-        chunks += [(a[lo:hi], b, out[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
-        work += a.shape[0] * k * b.shape[1]
-
-    def some(part: Sequence[tuple[NDArray, NDArray, NDArray]]) -> None:
-        # NaN and infinity are values here, not errors: no warnings (per thread).
-        with np.errstate(all="ignore"):
-            for a, b, out in part:
-                if out.dtype in (np.float32, np.float64):
-                    blas.gemm(a, b, out)
-                else:
-                    np.matmul(a, b, out=out)
-
-    n = pool.count()
-    if len(chunks) > 1 and work >= _POOL_MIN_WORK and n > 1:
-        # One task per thread, each a share of the chunks: which thread computes a
-        # chunk changes no bit of it, and few tasks keep the pool's overhead small.
-        pool.parallel([functools.partial(some, chunks[i::n]) for i in range(min(n, len(chunks)))])
-    else:
-        some(chunks)
 
 
 # --------------------------------------------------------------------------
@@ -315,48 +272,51 @@ _EXACT_F64: Final = float(2**52)
 
 
 def _integer_jobs(pairs: Sequence[tuple[NDArray, NDArray]]) -> list[NDArray]:
-    """Each pair's products modulo 2^64, as uint64: in float64 where every
-    product and partial sum is an integer below 2^52, else in wrapping uint64."""
+    """Each pair's products (``a [B, R, K] @ b [B, K, C]``) modulo 2^64, as
+    uint64: in float64 where every product and partial sum is an integer
+    below 2^52, else in wrapping uint64."""
     outs = []
     jobs = []
     for a, b in pairs:
-        rows, k = a.shape
-        cols = b.shape[1]
+        batch, rows, k = a.shape
+        cols = b.shape[2]
         ma = float(np.abs(a.astype(np.float64)).max()) if a.size else 0.0
         mb = float(np.abs(b.astype(np.float64)).max()) if b.size else 0.0
         if ma < _EXACT_F64 and mb < _EXACT_F64 and ma * mb * k < _EXACT_F64:
-            out = np.zeros((rows, cols), dtype=np.float64)
+            out = np.zeros((batch, rows, cols), dtype=np.float64)
             jobs.append((a.astype(np.float64), b.astype(np.float64), out))
         else:
-            out = np.zeros((rows, cols), dtype=np.uint64)
+            out = np.zeros((batch, rows, cols), dtype=np.uint64)
             jobs.append((a.view(np.uint64), b.view(np.uint64), out))
         outs.append(out)
-    _products(jobs)
+    tiling.products(jobs)
     return [o if o.dtype == np.uint64 else o.astype(np.int64).view(np.uint64) for o in outs]
 
 
 def _many(pairs: Sequence[tuple[list[NDArray], list[NDArray]]], acc: Dtype,
           outs: list[NDArray] | None = None) -> list[NDArray]:
-    """The products ``a @ b`` of each pair of 2-D canonical operands in the
-    accumulator: float by BLAS (into ``outs`` where given); complex by four real
-    products, ``re = ar·br − ai·bi``, ``im = ar·bi + ai·br``; integers modulo 2^64."""
+    """The products ``a @ b`` of each pair of canonical operands ``[B, R, K]``
+    and ``[B, K, C]`` (a list of parts each) in the accumulator, ``[B, R, C]``
+    each: float by BLAS over fixed tiles (``tiling``; into ``outs`` where
+    given, C-contiguous); complex by four real products, ``re = ar·br −
+    ai·bi``, ``im = ar·bi + ai·br``; integers modulo 2^64."""
     if acc.is_int:
         return _integer_jobs([(a[0], b[0]) for a, b in pairs])
     if acc.is_float:
         if outs is None:
-            outs = [np.zeros((a[0].shape[0], b[0].shape[1]), dtype=acc.numpy_dtype)
+            outs = [np.zeros((*a[0].shape[:2], b[0].shape[2]), dtype=acc.numpy_dtype)
                     for a, b in pairs]
-        _products([(a[0], b[0], o) for (a, b), o in zip(pairs, outs, strict=True)])
+        tiling.products([(a[0], b[0], o) for (a, b), o in zip(pairs, outs, strict=True)])
         return outs
     part = _part(acc).numpy_dtype
     parts = []
     jobs = []
     for (ar, ai), (br, bi) in pairs:
-        shape = (ar.shape[0], br.shape[1])
+        shape = (*ar.shape[:2], br.shape[2])
         p = [np.zeros(shape, dtype=part) for _ in range(4)]
         jobs += [(ar, br, p[0]), (ai, bi, p[1]), (ar, bi, p[2]), (ai, br, p[3])]
         parts.append(p)
-    _products(jobs)
+    tiling.products(jobs)
     outs = []
     for p in parts:
         out = np.empty(p[0].shape, dtype=acc.numpy_dtype)
@@ -432,10 +392,10 @@ def prepare(spec: S.Contract, dsts: tuple[tuple[Dtype, Layout], ...],
             operands: tuple[tuple[Dtype, Layout], ...]) -> Hook | None:
     """``contract`` prepared for one signature (the caller's warm path): a
     float32 or float64 matrix product ``a [m, k] @ b [k, n]`` (no batch, init,
-    scale or segment; operands C-contiguous in the accumulator, as the
-    destination; m within one chunk) as ``_compute`` runs it: one gemm of
-    the whole product into the destination, the operands read where they
-    lie. None for any other contraction."""
+    scale or segment; operands and destination C-contiguous in the
+    accumulator; extents a 32-bit BLAS integer holds) as ``_compute`` runs
+    it: the same BLAS calls over the same tiles into the destination, the
+    operands read where they lie. None for any other contraction."""
     acc = spec.acc
     if (acc not in (D.float32, D.float64) or spec.batch or spec.init or spec.segments is not None
             or any(s is not None for s in spec.scales) or spec.contracting != ((1, 0),)
@@ -444,26 +404,40 @@ def prepare(spec: S.Contract, dsts: tuple[tuple[Dtype, Layout], ...],
     (ad, al), (bd, bl) = operands
     (dd, dl), = dsts
     if (ad is not acc or bd is not acc or dd is not acc or len(al.shape) != 2 or len(bl.shape) != 2
-            or not al.is_contiguous() or not bl.is_contiguous()):
+            or not al.is_contiguous() or not bl.is_contiguous() or not dl.is_contiguous()):
         return None
     (m, k), (k2, n) = al.shape, bl.shape
-    if (k != k2 or dl.shape != (m, n) or not 1 <= m <= CHUNK_ROWS or n < 1 or k < 1
+    if (k != k2 or dl.shape != (m, n) or min(m, n, k) < 1 or max(m, n, k) > blas.INT_MAX
             or Shape.contract_refusal(spec, [dl.shape], [al.shape, bl.shape], [ad, bd]) is not None
             or declines(spec, dd, [ad, bd]) is not None):
         return None
-    product = blas.gemm_rows(acc.numpy_dtype, m, n, k)
-    item = acc.numpy_dtype.itemsize
-    fa, fb = al.offset * item, bl.offset * item
+    dtype = acc.numpy_dtype
+    item = dtype.itemsize
+    fa, fb, fd = al.offset * item, bl.offset * item, dl.offset * item
     address = host_address
 
-    def gemm(sp: S.Contract, ds: Sequence[Array], ops: Sequence[Array]) -> None:
-        a, b = ops[0].buffer, ops[1].buffer
-        am, bm, om = a.memory, b.memory, ds[0].buffer.memory
+    def places(ds: Sequence[Array], ops: Sequence[Array]) -> tuple[int, int, int]:
+        a, b, d = ops[0].buffer, ops[1].buffer, ds[0].buffer
+        am, bm, dm = a.memory, b.memory, d.memory
         # Each memory's address, kept once found (``0`` is no address).
-        product((am.address or address(am)) + a.offset + fa,
-                (bm.address or address(bm)) + b.offset + fb, om.address or address(om))
+        return ((am.address or address(am)) + a.offset + fa,
+                (bm.address or address(bm)) + b.offset + fb,
+                (dm.address or address(dm)) + d.offset + fd)
 
-    return gemm
+    if len(tiling.tiles(m, n, k)) == 1:
+        product = blas.gemm_strided(dtype)
+
+        def gemm(sp: S.Contract, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+            pa, pb, pd = places(ds, ops)
+            product(m, n, k, pa, k, 0, pb, n, 0, pd, n, 0, 1)
+
+        return gemm
+
+    def tiled(sp: S.Contract, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        tiling.run(tiling.float_tasks(dtype, 1, m, n, k, *places(ds, ops), pool.count()),
+                   m * n * k)
+
+    return tiled
 
 
 def _compute(spec: S.Contract, dst: Array, operands: Sequence[Array]) -> None:
@@ -496,19 +470,17 @@ def _compute(spec: S.Contract, dst: Array, operands: Sequence[Array]) -> None:
         cb = _canonical(b, batch_b + con_b + free_b, acc, scales[1])
         rows = math.prod(a.shape[i] for i in free_a)
         cols = math.prod(b.shape[j] for j in free_b)
-        ca = [p.reshape(nbatch, rows, k_ext) for p in ca]
-        cb = [p.reshape(nbatch, k_ext, cols) for p in cb]
-        pairs = [([p[t] for p in ca], [p[t] for p in cb]) for t in range(nbatch)]
+        pairs = [([p.reshape(nbatch, rows, k_ext) for p in ca],
+                  [p.reshape(nbatch, k_ext, cols) for p in cb])]
         if (init_arr is None and dst.dtype is acc and acc.is_float and k_ext > 0
                 and dst.layout.is_contiguous()):
             # BLAS writes a C-contiguous dst itself: saves the result's copy
             # and store.
             whole = target(dst)
             assert whole is not None  # a byte-wide dst
-            into = whole.reshape(nbatch, rows, cols)
-            _many(pairs, acc, [into[t] for t in range(nbatch)])
+            _many(pairs, acc, [whole.reshape(nbatch, rows, cols)])
             return
-        products = _stack(_many(pairs, acc), (nbatch, rows, cols), acc).reshape(out_shape)
+        products = _many(pairs, acc)[0].reshape(out_shape)
         if k_ext == 0:
             empty = np.ones((), dtype=np.bool_)
     elif isinstance(seg, S.Rows):
@@ -522,14 +494,6 @@ def _compute(spec: S.Contract, dst: Array, operands: Sequence[Array]) -> None:
     if init_arr is not None:
         init = _acc_values(read(init_arr), init_arr.dtype, acc)
     store(dst, _round_into(_finish(products, init, empty, acc), acc, dst.dtype))
-
-
-def _stack(outs: Sequence[NDArray], shape: tuple[int, ...], acc: Dtype) -> NDArray:
-    """Per-batch products as one array of ``shape``."""
-    dtype = np.uint64 if acc.is_int else acc.numpy_dtype
-    if not outs:
-        return np.zeros(shape, dtype=dtype)
-    return np.stack(outs).reshape(shape)
 
 
 def _rows_segments(seg: S.Rows, a: Array, b: Array, acc: Dtype, scales: list[NDArray | None],
@@ -565,11 +529,11 @@ def _rows_segments(seg: S.Rows, a: Array, b: Array, acc: Dtype, scales: list[NDA
             for p in ca:
                 picked = _aligned((sel.size, ro, k_ext), p.dtype)
                 np.take(p[t], sel, axis=0, out=picked)
-                lhs.append(picked.reshape(sel.size * ro, k_ext))
-            pairs.append((lhs, [p[t, e] for p in cb]))
+                lhs.append(picked.reshape(1, sel.size * ro, k_ext))
+            pairs.append((lhs, [p[t, e][None] for p in cb]))
             places.append((t, sel))
     for (t, sel), out in zip(places, _many(pairs, acc), strict=True):
-        res[t, sel] = out.reshape(sel.size, ro, cols)
+        res[t, sel] = out[0].reshape(sel.size, ro, cols)
     # Canonical axes: batch, a_axis, a's other free axes, b's other free axes;
     # dst's: batch, a's free axes in order (a_axis among them), b's others.
     nb = len(batch_a)
@@ -621,16 +585,16 @@ def _contracting_segments(seg: S.ContractingSegments, spec: S.Contract, a: Array
             for p in ca:
                 picked = _aligned((rows, sel.size, kr), p.dtype)
                 np.take(p[t], sel, axis=1, out=picked)
-                lhs.append(picked.reshape(rows, sel.size * kr))
+                lhs.append(picked.reshape(1, rows, sel.size * kr))
             for p in cb:
                 picked = _aligned((sel.size, kr, cols), p.dtype)
                 np.take(p[t], sel, axis=0, out=picked)
-                rhs.append(picked.reshape(sel.size * kr, cols))
+                rhs.append(picked.reshape(1, sel.size * kr, cols))
             pairs.append((lhs, rhs))
             places.append((e, t))
             empty[e, t] = False
     for (e, t), out in zip(places, _many(pairs, acc), strict=True):
-        res[e, t] = out
+        res[e, t] = out[0]
     mask_shape = [g, *(a.shape[i] for i in batch_a)] + [1] * (len(out_shape) - 1 - len(batch_a))
     return res.reshape(out_shape), empty.reshape(mask_shape)
 
@@ -655,9 +619,13 @@ FAMILY: Final = Family(
     association={
         "contract": "operands copied into canonical C-contiguous [batch, rows, K] and "
                     "[batch, K, cols] arrays; float products by the library's own OpenBLAS gemm "
-                    "(one thread, whatever the program sets), over fixed chunks of 256 rows, in "
-                    "its blocked order of K, a function of the extents and the OpenBLAS core "
-                    "type alone (K = 1: one rounded product); complex "
+                    "(one thread, whatever the program sets), over fixed tiles of the output "
+                    "(nxkernel_host.tiling: 1 below 2^22 multiply-adds, else 2 up to 2^31, "
+                    "twice as many per fourfold work, at most 32, divided by the batch's count; "
+                    "rows, then columns, halved "
+                    "in whole panels of 64; K never cut), each tile in the order of K that "
+                    "OpenBLAS's routine for the tile's extents takes, a function of the extents "
+                    "and the OpenBLAS core type alone (K = 1: one rounded product); complex "
                     "as re = (Σar·br − Σai·bi) and im = (Σar·bi + Σai·br), four real products; "
                     "init added last; a Value scale multiplies each element in the accumulator "
                     "first (one rounding), an Exponent scale exactly. Integers: exact, wrapping "
@@ -669,6 +637,6 @@ FAMILY: Final = Family(
                     "accumulator holds it, bits unchanged, or +0. e(K) = γ(K + 3) (real), "
                     "√2·γ(K + 2) (complex, K ≥ 2), γ(4) (complex, K = 1), 0 at K = 0. "
                     "Deterministic on any thread count: the library's own OpenBLAS instance "
-                    "stays on one thread (see nxkernel_host.blas); chunks run on a thread pool.",
+                    "stays on one thread (see nxkernel_host.blas); tiles run on a thread pool.",
     },
 )

@@ -1,6 +1,7 @@
 """The host's float and complex node kinds (see ``kinds``): exact kinds by
 NumPy's ufuncs in the compute type, transcendentals in float64 rounded
-once, complex kinds as the reference fixes them.
+once (by NumPy's ufuncs; Erf, and the float32 path of Exp, Tanh and Erf, by
+``simdmath``'s vectorised loops), complex kinds as the reference fixes them.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from nxkernel_core.prog import (
     Unary,
 )
 
-from . import trig
+from . import simdmath, trig
 from .kindbase import (
     _C128,
     _F64,
@@ -30,7 +31,6 @@ from .kindbase import (
     _contig,
     _finish,
     _numba_binary,
-    _numba_kernels,
     _store,
     _wide,
     where,
@@ -44,12 +44,18 @@ __all__ = ["fma_float"]
 # --------------------------------------------------------------------------
 
 #: Each takes a ufunc's (x, out=, dtype=); Sin, Cos and Tan reduce huge
-#: arguments themselves (``trig``), where the C library's reduction errs.
+#: arguments themselves (``trig``), where the C library's reduction errs;
+#: Erf (float64 alone: x, out=) is ``simdmath``'s, NumPy having none.
 _TRANSCENDENTAL: Final[dict[Unary, Callable[..., Arr]]] = {
     Unary.EXP: np.exp, Unary.EXP2: np.exp2, Unary.LOG: np.log, Unary.LOG2: np.log2,
     Unary.LOG1P: np.log1p, Unary.EXPM1: np.expm1, Unary.SIN: trig.sin, Unary.COS: trig.cos,
     Unary.TAN: trig.tan, Unary.ASIN: np.arcsin, Unary.ACOS: np.arccos, Unary.ATAN: np.arctan,
-    Unary.SINH: np.sinh, Unary.COSH: np.cosh, Unary.TANH: np.tanh,
+    Unary.SINH: np.sinh, Unary.COSH: np.cosh, Unary.TANH: np.tanh, Unary.ERF: simdmath.erf,
+}
+#: The kinds whose float32 path is ``simdmath``'s (faster than NumPy's
+#: float64 ufuncs over float32 operands; NumPy has no erf).
+_SIMD32: Final[dict[Unary, Callable[..., Arr]]] = {
+    Unary.EXP: simdmath.exp32, Unary.TANH: simdmath.tanh32, Unary.ERF: simdmath.erf32,
 }
 _EXACT_UNARY: Final[dict[Unary, np.ufunc]] = {
     Unary.SQRT: np.sqrt, Unary.RECIP: np.reciprocal, Unary.FLOOR: np.floor,
@@ -104,9 +110,14 @@ def _unary_float(kind: Unary, dt: Dtype) -> Impl:
             return lambda out, x: _finish(out, (_bits(x) ^ mask).view(dt.numpy_dtype))
         keep = ~mask
         return lambda out, x: _finish(out, (_bits(x) & keep).view(dt.numpy_dtype))
+    if kind in _SIMD32 and dt is not D.float64:
+        f = _SIMD32[kind]
+        if dt is D.float32:
+            return lambda out, x: f(x, out=out)
+        # The narrow floats: the float32 path's float64 value, rounded once.
+        return lambda out, x: _store(dt, f(_wide(x), out=np.empty(np.shape(x), _F64)), out)
     if kind in TRANSCENDENTAL:
-        # NumPy has no erf; libm's, through Numba, is within an ulp.
-        uf: Callable[..., Arr] = _numba_kernels()["erf"] if kind is Unary.ERF else _TRANSCENDENTAL[kind]
+        uf = _TRANSCENDENTAL[kind]
         if dt is D.float64:
             return lambda out, x: uf(_contig(x), out=out)
         if dt is D.float32:

@@ -1,13 +1,16 @@
 """The host library's gather, range gather, scatter and assemble hooks.
 
 Each copies bits (``movebits``) into its destination, for a call that fits,
-the door passed. The loops run serially, in C order of the updates where
-order matters, so results do not depend on threads.
+the door passed. Where order matters (a scatter's updates), the updates to
+one position are applied in one loop, in C order; threads split only what
+no position shares (a gather's elements, an Add's rows along the axis), so
+results do not depend on threads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,6 +23,7 @@ from nxkernel_core.dtype import Dtype, Kind
 from nxkernel_core.layout import Range
 from nxkernel_core.prog import element
 
+from . import pool
 from .movebits import (
     _bits,
     _compiled,
@@ -39,15 +43,19 @@ __all__ = ["assemble", "gather", "range_gather", "scatter"]
 NDArray = npt.NDArray[Any]
 
 
-@_compiled
-def _gather_row(x: NDArray, index: NDArray, out: NDArray) -> None:
-    d = x.shape[0]
-    for i in range(index.shape[0]):
-        p = index[i]
-        if 0 <= p < d:
-            out[i] = x[p]
-        else:
-            out[i] = 0
+@_Loop
+def _gather_rows(x: NDArray, index: NDArray, out: NDArray) -> None:
+    """The gather of ``[outer, n]`` positions from ``[outer, d]`` rows (inner extent 1)."""
+    # A negative position is a large unsigned one: one comparison reads zero
+    # bits for both sides (and Numba wraps no negative index).
+    d = np.uint64(x.shape[1])
+    for o in range(index.shape[0]):
+        for i in range(index.shape[1]):
+            p = np.uint64(index[o, i])
+            if p < d:
+                out[o, i] = x[o, p]
+            else:
+                out[o, i] = 0
 
 
 @_Loop
@@ -55,9 +63,6 @@ def _gather_loop(x: NDArray, index: NDArray, out: NDArray) -> None:
     outer, n, inner = index.shape
     d = x.shape[1]
     for o in range(outer):
-        if inner == 1:
-            _gather_row(x[o, :, 0], index[o, :, 0], out[o, :, 0])
-            continue
         for i in range(n):
             for k in range(inner):
                 p = index[o, i, k]
@@ -113,13 +118,16 @@ def _scatter_set_loop(dst: NDArray, index: NDArray, updates: NDArray) -> None:
 # chain from +0 is never -0 (a sum is -0 only where both terms are).
 
 
-@_compiled
-def _scatter_add_row(dst: NDArray, index: NDArray, updates: NDArray, zero: Any) -> None:
-    d = dst.shape[0]
-    for i in range(index.shape[0]):
-        p = index[i]
-        if 0 <= p < d:
-            dst[p] = (zero + dst[p]) + updates[i]
+@_Loop
+def _scatter_add_rows(dst: NDArray, index: NDArray, updates: NDArray, zero: Any) -> None:
+    """The Add of ``[outer, n]`` updates into ``[outer, d]`` rows (inner extent 1)."""
+    # A negative position is a large unsigned one: one comparison drops both sides.
+    d = np.uint64(dst.shape[1])
+    for o in range(index.shape[0]):
+        for i in range(index.shape[1]):
+            p = np.uint64(index[o, i])
+            if p < d:
+                dst[o, p] = (zero + dst[o, p]) + updates[o, i]
 
 
 @_Loop
@@ -127,9 +135,6 @@ def _scatter_add_loop(dst: NDArray, index: NDArray, updates: NDArray, zero: Any)
     outer, n, inner = index.shape
     d = dst.shape[1]
     for o in range(outer):
-        if inner == 1:
-            _scatter_add_row(dst[o, :, 0], index[o, :, 0], updates[o, :, 0], zero)
-            continue
         for i in range(n):
             for k in range(inner):
                 p = index[o, i, k]
@@ -195,7 +200,26 @@ def gather(spec: S.Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> 
     idx = _split(read(index), axis)
     with _written(dst) as outs:
         for out, src in zip(outs, _bits(read(x)), strict=True):
-            _gather_loop(_split(src, axis), idx, _split_out(out, axis))
+            _gather_at(_split(src, axis), idx, _split_out(out, axis))
+
+
+def _gather_at(x: NDArray, index: NDArray, out: NDArray) -> None:
+    """The gather over ``[outer, ·, inner]`` arrays. Rows of an inner extent 1
+    go to a loop of their own, split over threads by rows, or by ranges of
+    positions in one row: each element is its own, so no split changes a bit."""
+    outer, n, inner = index.shape
+    if inner != 1:
+        _gather_loop(x, index, out)
+        return
+    x2, index2, out2 = x[:, :, 0], index[:, :, 0], out[:, :, 0]
+    parts = pool.parts_for(outer * n, outer * n)
+    if outer >= parts:
+        jobs = [partial(_gather_rows, x2[a:b], index2[a:b], out2[a:b])
+                for a, b in pool.spans(outer, parts)]
+    else:
+        jobs = [partial(_gather_rows, x2, index2[:, a:b], out2[:, a:b])
+                for a, b in pool.spans(n, parts)]
+    pool.parallel(jobs)
 
 
 def range_gather(spec: S.RangeGather, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
@@ -265,10 +289,25 @@ def _scatter_add(axis: int, dt: Dtype, dst: Array, outs: list[NDArray], idx: NDA
     else:
         sums, terms = outs, _bits(read(updates))
     for out, upd in zip(sums, terms, strict=True):
-        _scatter_add_loop(_split_out(out, axis), idx, _split(upd, axis), out.dtype.type(0))
+        _add_at(_split_out(out, axis), idx, _split(upd, axis), out.dtype.type(0))
     if dt.is_sub_byte:
         # int4 and uint4 codes wrapped modulo 256 in a byte; keep them modulo 16.
         outs[0] &= np.uint8(0xF)
+
+
+def _add_at(dst: NDArray, index: NDArray, updates: NDArray, zero: Any) -> None:
+    """Chain each update onto ``dst`` (all ``[outer, ·, inner]``) at its position,
+    in order of the updates. Rows of an inner extent 1 go to a loop of their
+    own, split over threads by whole rows: a row's updates stay in one thread,
+    in order, so the bits do not depend on the threads."""
+    outer, n, inner = index.shape
+    if inner != 1:
+        _scatter_add_loop(dst, index, updates, zero)
+        return
+    dst2, index2, updates2 = dst[:, :, 0], index[:, :, 0], updates[:, :, 0]
+    parts = pool.parts_for(outer, outer * n)
+    pool.parallel([partial(_scatter_add_rows, dst2[a:b], index2[a:b], updates2[a:b], zero)
+                   for a, b in pool.spans(outer, parts)])
 
 
 def _scatter_add_narrow(axis: int, dst: Array, into: Array, idx: NDArray, updates: Array) -> None:
@@ -279,7 +318,7 @@ def _scatter_add_narrow(axis: int, dst: Array, into: Array, idx: NDArray, update
     start = read(into)
     acc = start.astype(np.float32, order="C")
     acc3 = _split_out(acc, axis)
-    _scatter_add_loop(acc3, idx, _split(read(updates).astype(np.float32), axis), np.float32(0))
+    _add_at(acc3, idx, _split(read(updates).astype(np.float32), axis), np.float32(0))
     reached = np.zeros(acc3.shape, np.bool_)
     o, i, k = np.nonzero((idx >= 0) & (idx < acc3.shape[1]))
     reached[o, idx[o, i, k], k] = True

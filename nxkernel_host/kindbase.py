@@ -1,11 +1,10 @@
 """What the host's node kinds share: host values and the rounding store, and
-the Numba kernels NumPy has no ufunc for (Fma of float64, Threefry, Erf).
+the Numba kernels NumPy has no ufunc for (Fma of float64, Threefry).
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -130,15 +129,14 @@ def _iwrap(dt: Dtype, r: Arr, out: Arr | None) -> Arr:
 
 
 # --------------------------------------------------------------------------
-# Numba kernels (compiled on first use: Fma of float64, Threefry, Erf)
+# Numba kernels (compiled on first use: Fma of float64, Threefry)
 # --------------------------------------------------------------------------
 
 
 @functools.cache
 def _numba_kernels() -> dict[str, Any]:
     """The loops NumPy has no ufunc for, compiled once per process: a float64
-    Fma by LLVM's fused multiply-add (one rounding), Threefry-2x32-20, and an
-    Erf ufunc of float64 (libm's erf, within an ulp)."""
+    Fma by LLVM's fused multiply-add (one rounding) and Threefry-2x32-20."""
     import numba
     from llvmlite import ir
     from numba.extending import intrinsic
@@ -187,11 +185,7 @@ def _numba_kernels() -> dict[str, Any]:
                     x1 = (x1 + ks[(j + 1) % 3] + np.uint64(j)) & mask
             out[i] = x0 | (x1 << w32)
 
-    @numba.vectorize(["float64(float64)"], nopython=True)  # type: ignore[untyped-decorator, no-untyped-call]
-    def erf(x: float) -> float:
-        return math.erf(x)
-
-    return {"fma": fma_loop, "threefry": threefry_loop, "erf": erf}
+    return {"fma": fma_loop, "threefry": threefry_loop}
 
 
 def _flat(x: Arr, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Arr:

@@ -3,12 +3,16 @@
 Each routine computes on every matrix of a (its last two axes) apart, at
 float32, float64, complex64 and complex128 (the dtypes ``full_precision``
 names), in that precision; other dtypes answer ``WRONG_DTYPE``. Each matrix
-is copied into a Fortran-ordered array first, so its layout never reaches
-LAPACK. A matrix that fails, whose read elements hold an infinity or a NaN
-(checked first, for the routines LAPACK runs), that LAPACK reports it
-cannot factor (``info != 0``: not positive definite, no convergence), or, for
-solve_triangular, with a zero on its read diagonal, gives NaN in every result
-of its own, and in no other matrix's; no routine raises.
+is copied (into its destination where LAPACK works in place there, else into
+a scratch array), so its layout never reaches LAPACK; a C-ordered matrix is
+handed to LAPACK as its transpose in column-major order, so cholesky, svd
+and solve_triangular copy nothing across orders and eigh only its
+eigenvectors (qr and eig work on Fortran-ordered copies). A matrix that
+fails, whose read elements hold an infinity or a NaN (checked first, for the
+routines LAPACK runs), that LAPACK reports it cannot factor (``info != 0``:
+not positive definite, no convergence), or, for solve_triangular, with a
+zero on its read diagonal, gives NaN in every result of its own, and in no
+other matrix's; no routine raises.
 
 lu is this module's own (Numba, serial): partial pivoting choosing the first
 row of greatest magnitude, the rule the contract states. The others call the
@@ -27,47 +31,57 @@ import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from nxkernel_core import dtype as D
 from nxkernel_core import fits
 from nxkernel_core import spec as S
 from nxkernel_core.array import Array
 
 from . import lapack
 from .family import Family
-from .views import read, store
+from .views import read, store, target
 
 __all__ = ["FAMILY", "ROUTINES", "cholesky", "eig", "eigh", "lu", "qr", "solve_triangular", "svd"]
 
 NDArray = npt.NDArray[Any]
 
-_REAL: Final = {D.float32: D.float32, D.float64: D.float64,
-                D.complex64: D.float32, D.complex128: D.float64}
-_COMPLEX: Final = {D.float32: D.complex64, D.float64: D.complex128,
-                   D.complex64: D.complex64, D.complex128: D.complex128}
 
 
 # --------------------------------------------------------------------------
-# Fitting calls
+# Running calls
 # --------------------------------------------------------------------------
 
 
-
-
-def _run(spec: Any, dsts: Sequence[Array], operands: Sequence[Array],
-         compute: Callable[[list[NDArray]], list[NDArray]]) -> None:
-    """Store ``compute``'s results (one per destination, each ``[batch, ...]``)
-    from the operands as ``[batch, m, n]``, for a call that fits, the door
-    passed."""
+def _run(dsts: Sequence[Array], operands: Sequence[Array],
+         compute: Callable[[list[NDArray], list[NDArray]], None]) -> None:
+    """``compute(mats, outs)`` for a call that fits, the door passed: the
+    operands as ``[batch, m, n]`` (read-only), and one C-contiguous
+    ``[batch, ...]`` array per destination, of which ``compute`` writes
+    every element: the destination's own memory where NumPy finds it
+    aligned (the fit check asks for contiguous destinations), else a scratch
+    array stored there after."""
     mats = [read(o) for o in operands]
-    mats = [m.reshape(math.prod(m.shape[:-2]), *m.shape[-2:]) for m in mats]
+    lead = mats[0].shape[:-2]
+    batch = math.prod(lead)
+    mats = [m.reshape(batch, *m.shape[-2:]) for m in mats]
+    outs, stores = [], []
+    for d in dsts:
+        view = target(d)
+        if view is None or not (view.flags.c_contiguous and view.flags.aligned and view.flags.writeable):
+            view = np.empty(d.shape, dtype=d.dtype.numpy_dtype)
+            stores.append((d, view))
+        outs.append(view.reshape(batch, *d.shape[len(lead):]))
     with np.errstate(all="ignore"):  # NaN is a value, not an error
-        results = compute(mats)
-    for d, r in zip(dsts, results, strict=True):
-        store(d, r.reshape(d.shape))
+        compute(mats, outs)
+    for d, values in stores:
+        store(d, values)
 
 
-def _finite(m: NDArray) -> bool:
-    return bool(np.isfinite(m).all())
+def _finite(m: NDArray, part: Callable[[NDArray], NDArray] | None = None) -> bool:
+    """Whether every element of ``m`` (of ``part(m)``, a triangle, where
+    given) is finite: a finite sum of all of m's elements answers yes in one
+    pass without a temporary; else the elements are looked at."""
+    if np.isfinite(m.sum()):
+        return True
+    return bool(np.isfinite(m if part is None else part(m)).all())
 
 
 # --------------------------------------------------------------------------
@@ -78,22 +92,19 @@ def _finite(m: NDArray) -> bool:
 def cholesky(spec: S.Cholesky, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """The factor of each Hermitian positive-definite matrix, lower (A = L Lᴴ)
     or upper (A = Uᴴ U), read from that triangle alone; the other is zero."""
+    lower = not spec.upper
 
-    def compute(mats: list[NDArray]) -> list[NDArray]:
-        (a,) = mats
-        out = np.zeros(a.shape, dtype=a.dtype)
+    def compute(mats: list[NDArray], outs: list[NDArray]) -> None:
+        (a,), (out,) = mats, outs
         if a.shape[-1] == 0:
-            return [out]
+            return
         for t in range(a.shape[0]):
-            tri = np.triu(a[t]) if spec.upper else np.tril(a[t])
-            if not _finite(tri):
-                out[t] = np.nan
-                continue
-            c, info = lapack.potrf(a[t], lower=not spec.upper)
-            out[t] = c if info == 0 else np.nan
-        return [out]
+            c = out[t]
+            np.copyto(c, a[t])  # potrf_rows factors in place
+            if not _finite(c, np.tril if lower else np.triu) or lapack.potrf_rows(c, lower) != 0:
+                c[...] = np.nan
 
-    _run(spec, dsts, operands, compute)
+    _run(dsts, operands, compute)
 
 
 # --------------------------------------------------------------------------
@@ -149,17 +160,13 @@ def lu(spec: S.Lu, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     U on and above), pivots [k] (row j was swapped with row pivots[j]) and perm
     [m] (row i of L·U is row perm[i] of a)."""
 
-    def compute(mats: list[NDArray]) -> list[NDArray]:
-        (a,) = mats
-        work = np.array(a, order="C", copy=True)
-        batch, m, n = work.shape
-        piv = np.zeros((batch, min(m, n)), dtype=np.int64)
-        perm = np.zeros((batch, m), dtype=np.int64)
+    def compute(mats: list[NDArray], outs: list[NDArray]) -> None:
+        (a,), (work, piv, perm) = mats, outs
+        np.copyto(work, a)  # factored in place
         if work.size or perm.size:
             _lu_batch(work, piv, perm)
-        return [work, piv, perm]
 
-    _run(spec, dsts, operands, compute)
+    _run(dsts, operands, compute)
 
 
 # --------------------------------------------------------------------------
@@ -167,32 +174,24 @@ def lu(spec: S.Lu, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
 # --------------------------------------------------------------------------
 
 
-def _eye(batch: int, rows: int, cols: int, dtype: npt.DTypeLike) -> NDArray:
-    return np.broadcast_to(np.eye(rows, cols, dtype=dtype), (batch, rows, cols)).copy()
-
-
 def qr(spec: S.Qr, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """a = q r for each matrix: reduced q [m, k] and r [k, n], or complete q
     [m, m] and r [m, n], by Householder reflections."""
 
-    def compute(mats: list[NDArray]) -> list[NDArray]:
-        (a,) = mats
+    def compute(mats: list[NDArray], outs: list[NDArray]) -> None:
+        (a,), (q, r) = mats, outs
         batch, m, n = a.shape
-        k = min(m, n)
-        qc = m if spec.complete else k
-        q = _eye(batch, m, qc, a.dtype)
-        r = np.zeros((batch, qc, n), dtype=a.dtype)
-        if k == 0:
-            return [q, r]
+        qc = q.shape[-1]
+        if min(m, n) == 0:
+            q[...] = np.eye(m, qc, dtype=a.dtype)  # r is empty
+            return
         for t in range(batch):
             if not _finite(a[t]):
-                q[t] = np.nan
-                r[t] = np.nan
+                q[t] = r[t] = np.nan
                 continue
             h, tau, info = lapack.geqrf(a[t])
             if info != 0:
-                q[t] = np.nan
-                r[t] = np.nan
+                q[t] = r[t] = np.nan
                 continue
             r[t] = np.triu(h[:qc])
             if qc > n:
@@ -203,42 +202,34 @@ def qr(spec: S.Qr, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
                 reflectors = h[:, :qc]
             qt, info = lapack.orgqr(reflectors, tau)
             q[t] = qt if info == 0 else np.nan
-        return [q, r]
 
-    _run(spec, dsts, operands, compute)
+    _run(dsts, operands, compute)
 
 
 def svd(spec: S.Svd, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """a = u diag(s) vh for each matrix: s [k] descending (real), with reduced u
     [m, k] and vh [k, n], complete ones [m, m] and [n, n], or none."""
 
-    def compute(mats: list[NDArray]) -> list[NDArray]:
+    def compute(mats: list[NDArray], outs: list[NDArray]) -> None:
         (a,) = mats
+        u, s, vh = (None, outs[0], None) if spec.vectors is None else outs
         batch, m, n = a.shape
-        k = min(m, n)
-        real = _REAL[D.of_numpy(a.dtype)].numpy_dtype
-        complete = spec.vectors is S.Factors.COMPLETE
-        uc, vr = (m, n) if complete else (k, k)
-        s = np.zeros((batch, k), dtype=real)
-        u = _eye(batch, m, uc, a.dtype)
-        vh = _eye(batch, vr, n, a.dtype)
-        if k > 0:
-            vectors = spec.vectors is not None
-            for t in range(batch):
-                if not _finite(a[t]):
-                    s[t] = u[t] = vh[t] = np.nan
-                    continue
-                ut, st, vt, info = lapack.gesdd(a[t], vectors, complete)
-                if info != 0:
-                    s[t] = u[t] = vh[t] = np.nan
-                    continue
-                s[t] = st
-                if vectors:
-                    u[t] = ut
-                    vh[t] = vt
-        return [s] if spec.vectors is None else [u, s, vh]
+        if min(m, n) == 0:
+            if u is not None and vh is not None:  # complete: identities; reduced: empty
+                u[...] = np.eye(m, u.shape[-1], dtype=a.dtype)
+                vh[...] = np.eye(vh.shape[-2], n, dtype=a.dtype)
+            return
+        x = np.empty((m, n), dtype=a.dtype)
+        for t in range(batch):
+            np.copyto(x, a[t])  # gesdd overwrites it
+            ut = None if u is None else u[t]
+            vt = None if vh is None else vh[t]
+            if not _finite(x) or lapack.gesdd_rows(x, s[t], ut, vt) != 0:
+                s[t] = np.nan
+                if ut is not None and vt is not None:
+                    ut[...] = vt[...] = np.nan
 
-    _run(spec, dsts, operands, compute)
+    _run(dsts, operands, compute)
 
 
 # --------------------------------------------------------------------------
@@ -250,56 +241,53 @@ def eigh(spec: S.Eigh, dsts: Sequence[Array], operands: Sequence[Array]) -> None
     """Eigenvalues w [n] (real, ascending) and, with vectors, v [n, n] (columns)
     of each Hermitian matrix, read from its lower triangle alone."""
 
-    def compute(mats: list[NDArray]) -> list[NDArray]:
+    def compute(mats: list[NDArray], outs: list[NDArray]) -> None:
         (a,) = mats
+        w, v = outs if spec.vectors else (outs[0], None)
         batch, n, _ = a.shape
-        w = np.zeros((batch, n), dtype=_REAL[D.of_numpy(a.dtype)].numpy_dtype)
-        v = np.zeros(a.shape, dtype=a.dtype)
-        if n > 0:
-            for t in range(batch):
-                if not _finite(np.tril(a[t])):
-                    w[t] = v[t] = np.nan
-                    continue
-                wt, vt, info = lapack.heevd(a[t], spec.vectors)
-                if info != 0:
-                    w[t] = v[t] = np.nan
-                    continue
-                w[t] = wt
-                if spec.vectors:
-                    v[t] = vt
-        return [w, v] if spec.vectors else [w]
+        if n == 0:
+            return
+        x = np.empty((n, n), dtype=a.dtype)
+        for t in range(batch):
+            np.copyto(x, a[t])  # the solver overwrites it
+            if not _finite(x, np.tril) or lapack.heevd_rows(x, w[t], spec.vectors) != 0:
+                w[t] = np.nan
+                if v is not None:
+                    v[t] = np.nan
+            elif v is not None:
+                # heevd_rows leaves the eigenvectors as x's conjugated rows.
+                if x.dtype.kind == "c":
+                    np.conjugate(x.T, out=v[t])
+                else:
+                    np.copyto(v[t], x.T)
 
-    _run(spec, dsts, operands, compute)
+    _run(dsts, operands, compute)
 
 
 def eig(spec: S.Eig, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """Eigenvalues w [n] (complex) and, with vectors, right eigenvectors v [n, n]
     (columns, unit 2-norm) of each square matrix."""
 
-    def compute(mats: list[NDArray]) -> list[NDArray]:
+    def compute(mats: list[NDArray], outs: list[NDArray]) -> None:
         (a,) = mats
-        batch, n, _ = a.shape
-        cplx = _COMPLEX[D.of_numpy(a.dtype)].numpy_dtype
-        w = np.zeros((batch, n), dtype=cplx)
-        v = np.zeros((batch, n, n), dtype=cplx)
-        if n > 0:
-            for t in range(batch):
-                if not _finite(a[t]):
-                    w[t] = v[t] = np.nan
-                    continue
-                wt, wi, vt, info = lapack.geev(a[t], spec.vectors)
-                if wi is not None:
-                    vt = _real_eigenvectors(wi, vt) if spec.vectors else vt
-                    wt = wt + 1j * wi
-                if info != 0:
-                    w[t] = v[t] = np.nan
-                    continue
-                w[t] = wt
-                if spec.vectors:
-                    v[t] = vt
-        return [w, v] if spec.vectors else [w]
+        w, v = outs if spec.vectors else (outs[0], None)
+        if a.shape[-1] == 0:
+            return
+        for t in range(a.shape[0]):
+            if not _finite(a[t]):
+                w[t] = np.nan
+                if v is not None:
+                    v[t] = np.nan
+                continue
+            wt, wi, vt, info = lapack.geev(a[t], spec.vectors)
+            if wi is not None:
+                vt = _real_eigenvectors(wi, vt) if spec.vectors else vt
+                wt = wt + 1j * wi
+            w[t] = wt if info == 0 else np.nan
+            if v is not None:
+                v[t] = vt if info == 0 else np.nan
 
-    _run(spec, dsts, operands, compute)
+    _run(dsts, operands, compute)
 
 
 def _real_eigenvectors(wi: NDArray, vr: NDArray) -> NDArray:
@@ -330,19 +318,16 @@ def solve_triangular(spec: S.SolveTriangular, dsts: Sequence[Array],
     a's diagonal read as ones where ``unit_diagonal``; NaN in the whole x of a
     matrix with a zero on its read diagonal (singular), and no other's."""
 
-    def compute(mats: list[NDArray]) -> list[NDArray]:
-        a, b = mats
-        x = np.zeros(b.shape, dtype=b.dtype)
-        if x.size == 0:
-            return [x]
+    def compute(mats: list[NDArray], outs: list[NDArray]) -> None:
+        (a, b), (x,) = mats, outs
         for t in range(a.shape[0]):
             if not spec.unit_diagonal and not np.diagonal(a[t]).all():
                 x[t] = np.nan  # singular: a zero on the read diagonal fails the matrix
                 continue
-            x[t] = lapack.trsm(a[t], b[t], spec.lower, spec.transpose, spec.unit_diagonal)
-        return [x]
+            np.copyto(x[t], b[t])  # solved in place
+            lapack.trsm_rows(a[t], x[t], spec.lower, spec.transpose, spec.unit_diagonal)
 
-    _run(spec, dsts, operands, compute)
+    _run(dsts, operands, compute)
 
 
 # --------------------------------------------------------------------------
@@ -402,9 +387,11 @@ FAMILY: Final = Family(
         "qr factors": "as Householder QR gives them, unnormalised: r's diagonal of any sign "
                       "(complex: any phase), q's columns to match; complete q of a tall matrix "
                       "completes with the same reflectors applied to the identity's columns.",
-        "svd vectors": "as ?gesdd returns them, no sign or phase normalisation; complete u and "
-                       "vh complete with gesdd's JOBZ = 'A' columns.",
-        "eigh vectors": "as ?syevd/?heevd return them, no sign or phase normalisation.",
+        "svd vectors": "as ?gesdd returns them for aᵀ (a C-ordered matrix handed to LAPACK as its "
+                       "transpose: its right factor is u, its left one vh), no sign or phase "
+                       "normalisation; complete u and vh complete with gesdd's JOBZ = 'A' columns.",
+        "eigh vectors": "as ?syevd/?heevd return them for aᵀ (conj(A), read from its upper "
+                        "triangle: the conjugates of its vectors), no sign or phase normalisation.",
         "empty matrices": "k = 0: complete q, u and vh are identity matrices; reduced ones "
                           "and s are empty.",
         **fits.ROUTINE_CONVENTIONS,

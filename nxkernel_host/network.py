@@ -1,11 +1,12 @@
 """Numba kernels of the odd/even network (contract "The odd/even network"), the
 host's float scans.
 
-A scan's states are cut into blocks (of 16 for real Sum and Prod, of
-``SCAN_BLOCK`` for the other combinations) whose results the network fixes.
-Every kernel computes a function of its input alone, whatever the split of
-the work: the pool (``pool``) only decides which thread computes which
-block, so results are the same bits on any number of threads.
+A scan's states are cut into chunks (real Sum and Prod, Logsumexp: cache-sized,
+``chunk_scan``) or blocks (``SCAN_BLOCK``, complex products) whose results
+the network fixes. Every kernel computes a function of its input alone,
+whatever the split of the work: the pool (``pool``) only decides which thread
+computes which chunk or block, so results are the same bits on any number of
+threads.
 
 Kernels take C-contiguous arrays; none uses fastmath (it would reassociate)
 or calls a recursive helper (``cache=True`` breaks on recursion, numba #6061).
@@ -25,12 +26,17 @@ from numba import njit
 from . import pool
 from .lanes import cmul
 
-__all__ = ["CMUL", "LSE", "MOMENTS", "SCAN_BLOCK", "network_scan", "real_scan"]
+__all__ = ["ADD", "CMUL", "LSE", "MUL", "SCAN_BLOCK", "SCAN_CHUNK_BYTES", "chunk_scan",
+           "network_scan", "real_scan"]
 
 Arr = npt.NDArray[Any]
 
 #: States per block of a network scan: a power of two, so blocks are subtrees.
 SCAN_BLOCK: Final = 4096
+
+#: Bytes of states per chunk of a real Sum or Prod scan: with its results and
+#: levels, a chunk stays in a core's L2 (1 MiB) between its two visits.
+SCAN_CHUNK_BYTES: Final = 1 << 17
 
 # Result i of the network is the chain, left to right, of the pairwise-tree
 # values of the aligned power-of-two blocks that the binary digits of i + 1
@@ -44,15 +50,17 @@ SCAN_BLOCK: Final = 4096
 # values are fixed by the states alone, so the split gives the whole
 # network's bits.
 #
-# States have one to three components (axis 0): a kind's combination reads
-# and writes all of them.
+# States have components (axis 0): a kind's combination reads and writes
+# all of them. Complex products scan by these phases (``network_scan``);
+# one-component states by the chunked kernels below, Moments by ``moments``.
 
-#: Combinations: Prog's complex Mul on (re, im), log-sum-exp of two, and
-#: Chan's merge of (count, mean, M2). Real Sum and Prod have their own
-#: kernels (``real_scan``).
+#: The generic phases' combination: Prog's complex Mul on (re, im).
 CMUL: Final = 0
+#: The chunked kernels' combinations of one component: log-sum-exp of two,
+#: a + b, a·b.
 LSE: Final = 1
-MOMENTS: Final = 2
+ADD: Final = 3
+MUL: Final = 4
 
 
 @njit(inline="always")
@@ -69,30 +77,9 @@ def _lse2(a: float, b: float) -> float:  # pragma: no cover - compiled
 @njit(inline="always")
 def _combine(kind: int, x: Arr, i: int, y: Arr, j: int, z: Arr, k: int) -> None:  # pragma: no cover
     """``z[:, k] = x[:, i] ⊕ y[:, j]``, the earlier state ``x``'s; ``z`` may be
-    ``x`` or ``y`` at the same index."""
-    if kind == 0:
-        z[0, k], z[1, k] = cmul(x[0, i], x[1, i], y[0, j], y[1, j])
-    elif kind == 1:
-        z[0, k] = _lse2(x[0, i], y[0, j])
-    else:
-        na, ma, qa = x[0, i], x[1, i], x[2, i]
-        nb, mb, qb = y[0, j], y[1, j], y[2, j]
-        if na == 0:
-            z[0, k], z[1, k], z[2, k] = nb, mb, qb
-        elif nb == 0:
-            z[0, k], z[1, k], z[2, k] = na, ma, qa
-        else:
-            n = na + nb
-            if not (math.isfinite(ma) and math.isfinite(mb)):
-                # An infinite or NaN mean: the mean is the sum of the
-                # infinities (NaN with both signs), the variance a NaN.
-                z[0, k], z[1, k], z[2, k] = n, ma + mb, math.nan
-            else:
-                d = mb - ma
-                # IEEE's nb / +0 where a carry's count cancels the terms' (a
-                # Numba division by 0 raises): the device's bits.
-                w = nb / n if n != 0.0 else math.copysign(math.inf, nb)
-                z[0, k], z[1, k], z[2, k] = n, ma + d * w, qa + qb + d * d * (na * w)
+    ``x`` or ``y`` at the same index. The one ``kind`` of two components is
+    CMUL, Prog's complex Mul on (re, im)."""
+    z[0, k], z[1, k] = cmul(x[0, i], x[1, i], y[0, j], y[1, j])
 
 
 @njit(inline="always")
@@ -205,158 +192,290 @@ def _blocks(kind: int, s: Arr, p: Arr, out: Arr, j0: int, j1: int,
         out[:, r, lo:lo + mm] = res[:, :mm]
 
 
-# Real Sum and Prod scans take another cut of the same network, in 16s: a
-# level's states in blocks of 16; the next level's states are the full
-# blocks' tree values; a block's last result is the next level's result at
-# the block, and its other results are the in-block chains of its digits,
-# chained after the next level's result before it. Straight-line code over
-# 16 states (the generic phases above index two axes and branch on the kind
-# at every combination: ten times slower). ``mul`` is loop-invariant, so the
-# compiler hoists its test out of the loops.
+# Real Sum and Prod scans cut a row into chunks of ``chunk`` states (a power
+# of two, so chunks are subtrees) small enough to stay in cache with their
+# results: each chunk is read from memory once, and its results written once.
+# In a chunk, the network's levels are halved one by one (level j + 1's value i
+# is level j's 2i ⊕ 2i + 1: the tree values of the chunk's aligned blocks of
+# 2^j states), and the results come down the levels as the network defines
+# them (result 2i + 1 is the level above's result i; result 2i, the level
+# above's result i - 1 ⊕ state 2i), every result chained after the result
+# before the chunk, P_c. That is the network's result at the chunk's start
+# minus one: the chain of the tree values of the aligned groups of chunks that
+# the binary digits of c cut [0, c) into, largest first, kept as a binary
+# counter of those groups' values. A full chunk's last result, whose digits
+# reach above the chunk, is P_{c+1}. Loops run over contiguous slices, so the
+# compiler vectorises them; ``op`` is loop-invariant, so its test is hoisted.
+# Logsumexp scans, one float64 component, take the same kernels.
 
 
 @njit(inline="always")
-def _op(mul: bool, a: Any, b: Any) -> Any:  # pragma: no cover - compiled
-    return a * b if mul else a + b
+def _op(op: int, a: Any, b: Any) -> Any:  # pragma: no cover - compiled
+    """``a ⊕ b`` of one-component states: a + b, a·b or log(exp a + exp b)."""
+    if op == MUL:
+        return a * b
+    if op == LSE:
+        return _lse2(a, b)
+    return a + b
 
 
-@njit(nogil=True, cache=True)
-def _roots16(mul: bool, a: Arr, t: Arr, j0: int, j1: int) -> None:  # pragma: no cover
-    """``t[r, q]`` = the tree value of ``a[r, 16q:16q + 16]``, for flat
-    ``r·nq + q`` in [j0, j1), nq = ``t.shape[1]``."""
-    nq = t.shape[1]
-    r = j0 // nq
-    q = j0 - r * nq
-    for _ in range(j0, j1):
-        # Step (r, q) along the flat range: no division per block.
-        if q == nq:
-            r += 1
-            q = 0
-        lo = 16 * q
-        # Indexing, not a slice per block: a slice's shape and strides cost
-        # more than the block's arithmetic.
-        q0 = _op(mul, _op(mul, a[r, lo], a[r, lo + 1]), _op(mul, a[r, lo + 2], a[r, lo + 3]))
-        q1 = _op(mul, _op(mul, a[r, lo + 4], a[r, lo + 5]), _op(mul, a[r, lo + 6], a[r, lo + 7]))
-        q2 = _op(mul, _op(mul, a[r, lo + 8], a[r, lo + 9]), _op(mul, a[r, lo + 10], a[r, lo + 11]))
-        q3 = _op(mul, _op(mul, a[r, lo + 12], a[r, lo + 13]),
-                 _op(mul, a[r, lo + 14], a[r, lo + 15]))
-        t[r, q] = _op(mul, _op(mul, q0, q1), _op(mul, q2, q3))
-        q += 1
+@njit(nogil=True)
+def _halve(op: int, src: Arr, dst: Arr) -> None:  # pragma: no cover - compiled
+    """``dst[i] = src[2i] ⊕ src[2i + 1]``: the level above ``src``. Each loop
+    of the chunks is a function of its own, so the compiler vectorises it."""
+    for i in range(dst.size):
+        dst[i] = _op(op, src[2 * i], src[2 * i + 1])
+
+
+@njit(nogil=True)
+def _descend(op: int, up: Arr, v: Arr, dst: Arr) -> None:  # pragma: no cover - compiled
+    """Level results ``dst`` of level values ``v`` from the level above's
+    results ``up``, but for ``dst[0]``: result 2i + 1 is ``up[i]``, result 2i
+    (i > 0) is ``up[i - 1] ⊕ v[2i]``."""
+    h = up.size
+    for i in range(1, h):
+        x = up[i - 1]
+        dst[2 * i - 1] = x
+        dst[2 * i] = _op(op, x, v[2 * i])
+    dst[2 * h - 1] = up[h - 1]
+    if dst.size > 2 * h:
+        dst[2 * h] = _op(op, up[h - 1], v[2 * h])
+
+
+@njit(nogil=True)
+def _canonical(o: Arr) -> None:  # pragma: no cover - compiled
+    """Every NaN of ``o`` the positive quiet NaN (a select: it vectorises)."""
+    nan = o.dtype.type(np.nan)
+    for i in range(o.size):
+        v = o[i]
+        o[i] = v if v == v else nan
+
+
+@njit(nogil=True)
+def _quarter(op: int, s: Arr, dst: Arr) -> None:  # pragma: no cover - compiled
+    """Level 2 of states ``s``: ``dst[i]`` = (s[4i] ⊕ s[4i+1]) ⊕ (s[4i+2] ⊕ s[4i+3])."""
+    for i in range(dst.size):
+        b = 4 * i
+        dst[i] = _op(op, _op(op, s[b], s[b + 1]), _op(op, s[b + 2], s[b + 3]))
+
+
+@njit(nogil=True)
+def _descend4(op: int, up: Arr, s: Arr, o: Arr, p: Any, has_p: bool) -> None:  # pragma: no cover
+    """Results ``o`` of states ``s`` (four or more) from level 2's results
+    ``up``, through level 1's without storing them: with x level 2's result
+    before a block of four and l level 1's value s[4i] ⊕ s[4i+1], the block's
+    results are x ⊕ s[4i], x ⊕ l, (x ⊕ l) ⊕ s[4i+2] and ``up[i]``; before
+    block 0, x is ``p`` where ``has_p`` and nothing otherwise."""
+    h = up.size
+    first = _op(op, s[0], s[1])
+    o[0] = _op(op, p, s[0]) if has_p else s[0]
+    r1 = _op(op, p, first) if has_p else first
+    o[1] = r1
+    o[2] = _op(op, r1, s[2])
+    o[3] = up[0]
+    for i in range(1, h):
+        x = up[i - 1]
+        b = 4 * i
+        r1 = _op(op, x, _op(op, s[b], s[b + 1]))
+        o[b] = _op(op, x, s[b])
+        o[b + 1] = r1
+        o[b + 2] = _op(op, r1, s[b + 2])
+        o[b + 3] = up[i]
+    b = 4 * h
+    if s.size > b:
+        x = up[h - 1]
+        o[b] = _op(op, x, s[b])
+        if s.size > b + 1:
+            r1 = _op(op, x, _op(op, s[b], s[b + 1]))
+            o[b + 1] = r1
+            if s.size > b + 2:
+                o[b + 2] = _op(op, r1, s[b + 2])
 
 
 @njit(inline="always")
-def _small(mul: bool, s: Arr, out: Arr, p: Any, has_p: bool) -> None:  # pragma: no cover
-    """The network's results over fewer than 16 states ``s``, chained after
-    ``p`` where ``has_p``: result r chains the trees of the aligned blocks
-    the binary digits of r + 1 cut [0, r + 1) into, largest first."""
-    n = s.size
-    for r in range(n):
-        length = r + 1
-        start = 0
-        acc = p
-        first = not has_p
-        size = 8
-        while size >= 1:
-            if length & size:
-                # The block's pairwise tree, level by level.
-                buf = s[start:start + size].copy()
-                width = size
-                while width > 1:
-                    for i in range(width // 2):
-                        buf[i] = _op(mul, buf[2 * i], buf[2 * i + 1])
-                    width //= 2
-                v = buf[0]
-                acc = v if first else _op(mul, acc, v)
-                first = False
-                start += size
-            size //= 2
-        out[r] = acc
+def _tree(op: int, s: Arr, lev: Arr) -> int:  # pragma: no cover - compiled
+    """The levels of states ``s`` above level 0, one after another in ``lev``
+    (sizes len(s) // 2, // 4, ... down to 1); returns the top level's offset
+    (-1 where ``s`` holds one state, which is its own top)."""
+    n = s.size // 2
+    if n == 0:
+        return -1
+    _halve(op, s, lev[:n])
+    off = 0
+    while n >= 2:
+        h = n // 2
+        _halve(op, lev[off:off + n], lev[off + n:off + n + h])
+        off += n
+        n = h
+    return off
+
+
+@njit(inline="always")
+def _push(op: int, vals: Arr, sizes: Arr, depth: int, v: Any) -> int:  # pragma: no cover
+    """Push a chunk's tree value ``v`` on the counter ``vals``/``sizes`` (groups
+    of chunks, largest first), merging equal neighbours; returns the depth."""
+    vals[depth] = v
+    sizes[depth] = 1
+    depth += 1
+    while depth >= 2 and sizes[depth - 1] == sizes[depth - 2]:
+        vals[depth - 2] = _op(op, vals[depth - 2], vals[depth - 1])
+        sizes[depth - 2] *= 2
+        depth -= 1
+    return depth
+
+
+@njit(inline="always")
+def _chain(op: int, vals: Arr, depth: int) -> Any:  # pragma: no cover - compiled
+    """The counter's groups chained left to right: the result before the next chunk."""
+    acc = vals[0]
+    for k in range(1, depth):
+        acc = _op(op, acc, vals[k])
+    return acc
+
+
+@njit(inline="always")
+def _top(op: int, s: Arr, q: Arr, lev: Arr) -> Any:  # pragma: no cover - compiled
+    """The tree value of the first 2^k states of ``s`` (2^k ≤ len(s) < 2^(k+1)):
+    level 2 into ``q`` from four states on, the levels above it into ``lev``."""
+    if s.size < 4:
+        top = _tree(op, s, lev)
+        return lev[top] if top >= 0 else s[0]
+    b = q[:s.size // 4]
+    _quarter(op, s, b)
+    top = _tree(op, b, lev)
+    return lev[top] if top >= 0 else b[0]
+
+
+@njit(inline="always")
+def _results(op: int, s: Arr, o: Arr, lev: Arr, res: Arr, sizes: Arr, offs: Arr, p: Any,
+          has_p: bool, above: Any) -> None:  # pragma: no cover - compiled
+    """Results ``o`` of states ``s``, whose levels above ``_tree`` left in
+    ``lev``, down the levels from the top's result ``above``, each level's
+    first chained after ``p`` where ``has_p``: level j's results into ``res``
+    at level j's offset in ``lev``, level 0's into ``o``."""
+    nl = 0
+    size = s.size
+    off = 0
+    while size >= 2:
+        nl += 1
+        size //= 2
+        sizes[nl] = size
+        offs[nl] = off
+        off += size
+    sizes[0] = s.size
+    if nl == 0:
+        o[0] = above
+        return
+    res[offs[nl]] = above
+    for lv in range(nl - 1, -1, -1):
+        up = res[offs[lv + 1]:offs[lv + 1] + sizes[lv + 1]]
+        cnt = sizes[lv]
+        v = s if lv == 0 else lev[offs[lv]:offs[lv] + cnt]
+        dst = o if lv == 0 else res[offs[lv]:offs[lv] + cnt]
+        dst[0] = _op(op, p, v[0]) if has_p else v[0]
+        _descend(op, up, v, dst)
 
 
 @njit(nogil=True, cache=True)
-def _results16(mul: bool, a: Arr, up: Arr, out: Arr, j0: int,
-               j1: int) -> None:  # pragma: no cover - compiled
-    """``out[r]`` = the network's results over ``a[r]``, given ``up[r]``, the
-    results over its full 16-blocks' tree values, for blocks of flat index
-    ``r·nb + q`` in [j0, j1)."""
-    n = a.shape[1]
-    nb = -(-n // 16)
-    r = j0 // nb
-    q = j0 - r * nb - 1
+def _chunk_trees(op: int, a: Arr, m: int, t: Arr, j0: int, j1: int,
+                 chunk: int) -> None:  # pragma: no cover - compiled
+    """``t[r, c]`` = the tree value of full chunk ``c`` of row ``r`` of the rows
+    of ``m`` states ``a`` (flat), for flat ``r·nc + c`` in [j0, j1), nc =
+    ``t.shape[1]``; a partial chunk's entry is left alone."""
+    nc = t.shape[1]
+    lev = np.empty(chunk, a.dtype)
+    q = np.empty(chunk // 4 + 1, a.dtype)
+    for j in range(j0, j1):
+        r = j // nc
+        c = j - r * nc
+        lo = r * m + c * chunk
+        if (c + 1) * chunk <= m:
+            t[r, c] = _top(op, a[lo:lo + chunk], q, lev)
+
+
+@njit(nogil=True, cache=True)
+def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1: int,
+                 chunk: int) -> None:  # pragma: no cover - compiled
+    """``out`` = the network's results over chunk ``c`` of row ``r`` of the rows
+    of ``m`` states ``a`` (both flat), for flat ``r·nc + c`` in [j0, j1), NaN
+    results the positive quiet NaN; ``t[r, :c]`` holds the tree values of the
+    row's chunks before the range's first."""
+    lev = np.empty(chunk, a.dtype)
+    res = np.empty(chunk, a.dtype)
+    q = np.empty(chunk // 4 + 1, a.dtype)
+    res2 = np.empty(chunk // 4 + 1, a.dtype)
+    vals = np.empty(64, a.dtype)
+    sizes = np.zeros(64, np.int64)
+    sizes_l = np.empty(64, np.int64)
+    offs = np.empty(64, np.int64)
+    depth = 0
+    r = j0 // nc
+    c = j0 - r * nc
+    for k in range(c):
+        depth = _push(op, vals, sizes, depth, t[r, k])
     for _ in range(j0, j1):
-        # Step (r, q) along the flat range: no division per block.
-        q += 1
-        if q == nb:
+        if c == nc:
             r += 1
-            q = 0
-        lo = 16 * q
-        has_p = q > 0
-        if lo + 16 > n:
-            _small(mul, a[r, lo:n], out[r, lo:n], up[r, q - 1] if has_p else a[r, lo], has_p)
-            continue
-        # Indexing, not slices: as in _roots16.
-        s0 = a[r, lo]
-        p0 = _op(mul, s0, a[r, lo + 1])
-        q0 = _op(mul, p0, _op(mul, a[r, lo + 2], a[r, lo + 3]))
-        p2 = _op(mul, a[r, lo + 4], a[r, lo + 5])
-        e0 = _op(mul, q0, _op(mul, p2, _op(mul, a[r, lo + 6], a[r, lo + 7])))
-        p4 = _op(mul, a[r, lo + 8], a[r, lo + 9])
-        q2 = _op(mul, p4, _op(mul, a[r, lo + 10], a[r, lo + 11]))
-        p6 = _op(mul, a[r, lo + 12], a[r, lo + 13])
-        if has_p:
-            p = up[r, q - 1]
-            c0 = _op(mul, p, s0)
-            c1 = _op(mul, p, p0)
-            c3 = _op(mul, p, q0)
-            c7 = _op(mul, p, e0)
+            c = 0
+            depth = 0
+        lo = r * m + c * chunk
+        mm = min(chunk, m - c * chunk)
+        s = a[lo:lo + mm]
+        o = out[lo:lo + mm]
+        # From four states on, level 2 (``b``, in ``q``) is made from the
+        # states directly and level 1 never stored: the levels from b up.
+        b = q[:mm // 4] if mm >= 4 else s
+        tv = _top(op, s, q, lev)
+        has_p = depth > 0
+        p = _chain(op, vals, depth) if has_p else s[0]
+        # The top level's one result: P_{c+1} for a full chunk, else the
+        # chain of P_c and the top's value (no digit reaches above).
+        if mm == chunk:
+            depth = _push(op, vals, sizes, depth, tv)
+            above = _chain(op, vals, depth)
         else:
-            c0 = s0
-            c1 = p0
-            c3 = q0
-            c7 = e0
-        out[r, lo] = c0
-        out[r, lo + 1] = c1
-        out[r, lo + 2] = _op(mul, c1, a[r, lo + 2])
-        out[r, lo + 3] = c3
-        out[r, lo + 4] = _op(mul, c3, a[r, lo + 4])
-        c5 = _op(mul, c3, p2)
-        out[r, lo + 5] = c5
-        out[r, lo + 6] = _op(mul, c5, a[r, lo + 6])
-        out[r, lo + 7] = c7
-        out[r, lo + 8] = _op(mul, c7, a[r, lo + 8])
-        c9 = _op(mul, c7, p4)
-        out[r, lo + 9] = c9
-        out[r, lo + 10] = _op(mul, c9, a[r, lo + 10])
-        c11 = _op(mul, c7, q2)
-        out[r, lo + 11] = c11
-        out[r, lo + 12] = _op(mul, c11, a[r, lo + 12])
-        c13 = _op(mul, c11, p6)
-        out[r, lo + 13] = c13
-        out[r, lo + 14] = _op(mul, c13, a[r, lo + 14])
-        out[r, lo + 15] = up[r, q]
+            above = _op(op, p, tv) if has_p else tv
+        if mm >= 4:
+            r2 = res2[:b.size]
+            _results(op, b, r2, lev, res, sizes_l, offs, p, has_p, above)
+            _descend4(op, r2, s, o, p, has_p)
+        else:
+            _results(op, s, o, lev, res, sizes_l, offs, p, has_p, above)
+        _canonical(o)
+        c += 1
 
 
-def real_scan(mul: bool, states: Arr, out: Arr) -> None:
+def real_scan(mul: bool, states: Arr, out: Arr, chunk: int = 0) -> None:
     """The odd/even network's scan by a + b (``mul`` false) or a·b: ``states``
-    and ``out`` are ``(rows, m)``, C-contiguous, of one real dtype."""
+    and ``out`` are ``(rows, m)``, C-contiguous, of one real dtype; NaN results
+    are the positive quiet NaN. ``chunk`` (a power of two; 0: the cache's
+    choice) only cuts the work."""
+    chunk_scan(MUL if mul else ADD, states, out, chunk)
+
+
+def chunk_scan(op: int, states: Arr, out: Arr, chunk: int = 0) -> None:
+    """``out`` = the network's scan of ``(rows, m)`` one-component states by
+    ``op`` (ADD, MUL or LSE), in chunks of ``chunk`` states (0: the cache's)."""
     rows, m = states.shape
     if rows == 0 or m == 0:
         return
-    levels = [states]
-    while levels[-1].shape[1] >= 16:
-        below = levels[-1]
-        t = np.empty((rows, below.shape[1] // 16), states.dtype)
-        nq = t.shape[1]
-        _run_flat(functools.partial(_roots16, mul, below, t), rows * nq, rows * nq * 16)
-        levels.append(t)
-    # The top level has fewer than 16 states: no level above it.
-    up = np.empty((rows, 0), states.dtype)
-    for k in range(len(levels) - 1, -1, -1):
-        a = levels[k]
-        res = out if k == 0 else np.empty_like(a)
-        nb = -(-a.shape[1] // 16)
-        _run_flat(functools.partial(_results16, mul, a, up, res), rows * nb, rows * a.shape[1])
-        up = res
+    chunk = chunk or SCAN_CHUNK_BYTES // states.itemsize
+    nc = -(-m // chunk)
+    a, o = states.reshape(-1), out.reshape(-1)
+    t = np.empty((rows, nc), states.dtype)
+    units = rows * nc
+    cuts = pool.spans(units, pool.parts_for(units, rows * m))
+    # A range that starts inside a row needs the tree values of the row's
+    # chunks before it: those come first, shared out over the threads.
+    need = max(j0 for j0, _ in cuts)
+    if nc > 1 and need > 0:
+        _run_flat(functools.partial(_trees_at, op, a, m, t, chunk), need, need * chunk)
+    pool.parallel([functools.partial(_chunk_scans, op, a, o, m, t, nc, j0, j1, chunk)
+                   for j0, j1 in cuts])
+
+
+def _trees_at(op: int, a: Arr, m: int, t: Arr, chunk: int, j0: int, j1: int) -> None:
+    _chunk_trees(op, a, m, t, j0, j1, chunk)
 
 
 def network_scan(kind: int, states: Arr, out: Arr, block: int = SCAN_BLOCK) -> None:

@@ -1,7 +1,7 @@
 """The host library's threads: one pool, one knob.
 
 Every host kernel that spreads its work over threads (programs' boxes, lane
-order's blocks, network scans, contraction's chunks, attention's units) takes
+order's blocks, network scans, contraction's tiles, attention's units) takes
 them from one pool. How many threads a kernel call may use, the calling one
 included, is :func:`count`: ``n`` inside ``threads(n)`` (a context manager,
 exported as ``nxkernel_host.threads``), else ``NXKERNEL_THREADS`` where it is

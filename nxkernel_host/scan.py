@@ -20,6 +20,7 @@ from nxkernel_core.dtype import Dtype
 
 from . import network as N
 from . import views
+from .moments import moments_scan
 from .reduce import _keys
 from .rowterms import _float_terms, _loop, _Outputs, _round, _round_complex, _wrap
 
@@ -91,6 +92,10 @@ def _canonical_nans(v: Arr) -> None:
     parts = v.view(v.real.dtype) if np.iscomplexobj(v) else v
     if parts.dtype.kind != "f" and parts.dtype.kind != "V":
         return
+    # A minimum is NaN where any element is: one read, no mask, for the
+    # common case without NaNs.
+    if parts.dtype.kind == "f" and (parts.size == 0 or not np.isnan(np.min(parts))):
+        return
     nan = np.isnan(parts)
     if nan.any():
         parts[nan] = np.nan
@@ -139,25 +144,18 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
         return [_wrap(dt, acc[:, drop])]
     if isinstance(red, S.Logsumexp):
         states = _with_carry(carry, _float_terms(rows, term), np.float64)
-        res = _network(N.LSE, states[None])
-        return [_round(dt, res[0][:, drop])]
+        res = np.empty_like(states)
+        N.chunk_scan(N.LSE, states, res)
+        return [_round(dt, res[:, drop])]
     if isinstance(red, S.Moments):
-        x = _float_terms(rows, term).astype(np.float64)
-        states = np.empty((3, r, m + (carry is not None)), np.float64)
-        tail = states[:, :, 1:] if carry is not None else states
-        tail[0] = 1.0
-        tail[1] = x
-        # A term's M2 is 0, but NaN for an infinite or NaN term: its variance is.
-        tail[2] = np.where(np.isfinite(x), 0.0, np.nan)
-        if carry is not None:
-            c = carry.astype(np.float64)
-            states[0, :, 0] = c[:, 0]
-            states[1, :, 0] = c[:, 1]
-            states[2, :, 0] = c[:, 2] * c[:, 0]
-        res = _network(N.MOMENTS, states)[:, :, drop]
-        with np.errstate(all="ignore"):
-            var = res[2] / res[0]
-        return [_round(dt, res[1]), _round(dt, var)]
+        # The mean and variance straight into float32 or float64 (one IEEE
+        # rounding each), else in float64 and rounded by ``_round``.
+        into = dt if dt is D.float32 or dt is D.float64 else D.float64
+        mean = np.empty((r, m), into.numpy_dtype)
+        var = np.empty((r, m), into.numpy_dtype)
+        moments_scan(np.ascontiguousarray(_float_terms(rows, term)),
+                     None if carry is None else carry.astype(np.float64), mean, var)
+        return [_round(dt, mean), _round(dt, var)]
     is_max = red is S.Monoid.MAX or (isinstance(red, S.Arg) and red.extreme is S.Extreme.MAX)
     if carry is None:
         pos = _running_positions(_keys(rows, term, is_max), is_max)
@@ -218,7 +216,9 @@ def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> None
     results = _scan_rows(spec.reduction, term, spec.dtype, rows, carry, direct)
     if _network_scan(spec.reduction, term):
         for v in results:
-            _canonical_nans(v)
+            # The network wrote ``direct`` with its NaNs canonical already.
+            if v is not direct:
+                _canonical_nans(v)
     for dst, v in zip(dsts, results, strict=True):
         if direct is not None and v is direct:
             continue

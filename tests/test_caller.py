@@ -277,13 +277,14 @@ def test_a_prepared_hook_gives_the_kernel_methods_bits(dtype: str) -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_prepared_matmul_gives_the_kernel_methods_bits(dtype: str) -> None:
     """A warm nx.matmul (the host's prepared gemm) gives the bits the host
-    library's contract method gives, on aligned and offset operands; a
-    product past one chunk of rows, or of a strided operand, has no hook."""
+    library's contract method gives, on aligned and offset operands, in one
+    tile or several (``nxkernel_host.tiling``); a product of a strided
+    operand has no hook."""
     host = plugins.discover().library("host")
     rng = np.random.default_rng(11)
     dt = D.by_name(dtype)
     for (m, k, n), hooked in (((2, 4, 2), True), ((1, 1, 1), True), ((256, 33, 5), True),
-                              ((300, 3, 2), False)):
+                              ((300, 3, 2), True), ((700, 130, 97), True)):
         raw = rng.standard_normal(m * k + 1 + k * n).astype(dt.numpy_dtype)
         whole = nx.asarray(raw)
         a = whole.view(Slice((Range(1, m * k, 1),))).reshape([m, k])  # offset by one element

@@ -136,6 +136,32 @@ def test_embeddings_match_sentence_transformers(embeddings: Arr,
     assert cosines.min() >= 0.99999, cosines
 
 
+def test_phases_time_each_layer_and_change_nothing(minilm: ModuleType, embeddings: Arr) -> None:
+    """``phases()`` fills a dict with each phase's seconds, summed over the
+    calls made inside it, and leaves the embeddings unchanged; outside it
+    nothing is timed."""
+    with minilm.phases() as laps:
+        inside = minilm.embed(SENTENCES[:2])
+        once = dict(laps)
+        minilm.embed(SENTENCES[:2])
+    names = ["embedding", *(f"layer {i} {part}" for i in range(6)
+                            for part in ("attention", "feed-forward")), "pooling"]
+    assert sorted(laps) == sorted(names) and all(laps[n] > once[n] > 0 for n in names)
+    after = dict(laps)
+    minilm.embed(SENTENCES[:1])
+    assert laps == after and minilm._laps is None
+    np.testing.assert_array_equal(inside, minilm.embed(SENTENCES[:2]))
+    assert np.abs(inside - embeddings[:2]).max() <= 1e-5
+
+
+def test_batches_keep_the_input_order(minilm: ModuleType, embeddings: Arr) -> None:
+    """Sentences sorted by length and embedded two at a time, each pair padded
+    to its longer: the same embeddings, in input order."""
+    pairs = minilm.embed(SENTENCES, batch=2)
+    assert pairs.shape == embeddings.shape
+    assert np.abs(pairs - embeddings).max() <= 1e-6
+
+
 def test_embed_of_no_sentence(minilm: ModuleType) -> None:
     assert minilm.embed([]).shape == (0, 384)
 

@@ -317,7 +317,7 @@ def _check_rows_of_products(subject: Subject, acc: Dtype, got: Arr, a: Arr, b: A
 
 @law("contract")
 def test_contract_past_row_chunks(subject: Subject, data: Data) -> None:
-    """Fixed contractions of 300 rows (past the host's chunks of 256 rows)
+    """Fixed contractions of 300 rows (past the host's whole panels of 64 rows)
     and 20 products each, with init or not, in float32, complex64 and int32
     accumulators: every output within e(K)(|init| + Σ|a||b|) of the exact
     sum, e the library's error factor (integers exact, wrapping). Contract:

@@ -32,6 +32,7 @@ import nxkernel_host.reduce as R
 import nxkernel_host.rowterms as RT
 import nxkernel_host.scan as SC
 import nxkernel_host.sorts as SO
+import nxkernel_host.tiling as T
 from nxkernel_core import dtype as D
 from nxkernel_core import fits
 from nxkernel_core import spec as S
@@ -514,14 +515,17 @@ def _contract_zeroes_before_decline(mp: pytest.MonkeyPatch) -> None:
     _kernel_wrapper(mp, "contract", contract)
 
 
-def _contract_chunks_floored(mp: pytest.MonkeyPatch) -> None:
-    real = C._products
+def _contract_tiles_floored(mp: pytest.MonkeyPatch) -> None:
+    real = T.tiles
 
-    def products(jobs: Sequence[tuple[Arr, Arr, Arr]]) -> None:
-        # The chunk count floored: rows past the last whole chunk never computed.
-        real([(a[:C.CHUNK_ROWS], b, out[:C.CHUNK_ROWS]) for a, b, out in jobs])
+    def tiles(m: int, n: int, k: int, batch: int = 1) -> tuple[tuple[int, int, int, int], ...]:
+        # The tiles' rows floored to whole panels: rows past the last whole
+        # panel never computed.
+        whole = m // T.PANEL * T.PANEL or m
+        return tuple((r0, min(r1, whole), c0, c1) for r0, r1, c0, c1 in real(m, n, k, batch)
+                     if r0 < whole)
 
-    mp.setattr(C, "_products", products)
+    mp.setattr(T, "tiles", tiles)
 
 
 def _attention_o_not_rescaled(mp: pytest.MonkeyPatch) -> None:
@@ -684,9 +688,9 @@ MUTANTS: Final[dict[str, Mutant]] = {
                                      _numbering_side_swapped),
     "assemble_first_wins": Mutant("assemble_bits", "an assembly whose first piece wins",
                                   _assemble_first_wins),
-    "contract_chunks_floored": Mutant("contract_past_row_chunks",
-                                      "contract rows past the last whole chunk of 256 never "
-                                      "computed", _contract_chunks_floored),
+    "contract_tiles_floored": Mutant("contract_past_row_chunks",
+                                     "contract rows past the last whole panel of 64 rows never "
+                                     "computed", _contract_tiles_floored),
     "attention_o_not_rescaled": Mutant("attention_past_tiles",
                                        "attention's o not rescaled when a later key tile raises "
                                        "the maximum", _attention_o_not_rescaled),

@@ -43,7 +43,7 @@ radix_unstable                   stable sort (long rows)              sort_ties_
 top_k_later_equals               stable top-k                         sort_ties_every_direction
 numbering_side_swapped           left and right counts                numbering_counts
 assemble_first_wins              the last piece wins                  assemble_bits
-contract_chunks_floored          every output within e(K)             contract_past_row_chunks
+contract_tiles_floored           every output within e(K)             contract_past_row_chunks
 attention_o_not_rescaled         o's weights exp(x − L + δ)           attention_past_tiles
 door_misses_containing_dst       other sharing refused                map_door_every_sharing
 door_misses_dst_before           other sharing refused                map_door_every_sharing

@@ -481,6 +481,34 @@ def test_grouped_and_multi_query_heads(hk: int) -> None:
         np.testing.assert_allclose(alone[0][:, 0], o[:, h], rtol=1e-6, atol=1e-7)
 
 
+def test_decoding_rows_of_grouped_heads_as_one_tile() -> None:
+    """A few query rows per head, hk < hq (decoding): the heads of a key head
+    are one row tile, its keys over several of KEYS; within the bounds, one
+    and two threads giving the same bits, each head alone (its own row tile)
+    within rounding; with lengths, a NaN value past one length and an infinite
+    one on a visible key."""
+    lead, hq, hk, tq, tk, dk, dv = (2,), 8, 2, 2, 2 * A.KEYS + 300, 16, 8
+    q, k, v = data((*lead, hq, tq, dk), seed=1), data((*lead, hk, tk, dk), seed=2), \
+        data((*lead, hk, tk, dv), seed=3)
+    lengths = np.array([tk, tk - 700], np.int64)
+    v[1, :, tk - 10] = np.nan  # past lead index 1's length: never read
+    spec = S.Attention(program(D.float32), (), 0.25, D.float32, S.Dense(), lengths=True)
+    outs = []
+    for n in (1, 2):
+        with threads(n):
+            outs.append(run(spec, [q, k, v, lengths], D.float32))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    o, lse = outs[0]
+    vis = with_lengths(mask_of(None, lead, hq, tq, tk), lengths)
+    check(o, lse, reference(q, k, v, 0.25, vis), D.float32, D.float32, 0.25, dk)
+    alone = run(spec, [q[:, :1], k[:, :1], v[:, :1], lengths], D.float32)
+    np.testing.assert_allclose(alone[0][:, 0], o[:, 0], rtol=1e-5, atol=1e-6)
+    v[0, 1, 5] = np.inf  # seen by every row of key head 1 at lead index 0
+    o, lse = run(spec, [q, k, v, lengths], D.float32)
+    assert np.isposinf(o[0, 4:]).all() and np.isfinite(o[0, :4]).all() and np.isfinite(o[1]).all()
+
+
 def test_soft_capping_transform() -> None:
     """Output 1 = c·tanh(score / c), run per block."""
     c = 5.0

@@ -105,6 +105,18 @@ def test_cholesky_factors_and_fails_alone(dt: Dtype, upper: bool) -> None:
         assert np.all(err <= 4 * bound + 1e-300)
 
 
+def test_finite_elements_whose_sum_overflows_are_finite() -> None:
+    # The finiteness check starts from the sum of every element, which
+    # overflows here although each element is finite.
+    d = np.array([1e308, 4e307, 9e307])
+    h = np.diag(d)
+    h[2, 0] = h[0, 2] = 1e300
+    for upper in (False, True):
+        (f,) = call("cholesky", S.Cholesky(upper), [(D.float64, (3, 3))], [Array.from_numpy(h)])
+        assert np.isfinite(f).all()
+        assert np.array_equal(np.diagonal(f)[:2], np.sqrt(d[:2]))
+
+
 def test_a_non_finite_triangle_gives_nan() -> None:
     h = hermitian_pd(np.random.default_rng(2), D.float64, 2, 3)
     h[0, 2, 0] = np.inf
@@ -469,13 +481,67 @@ def test_routine_bits_do_not_depend_on_the_programs_blas_threads() -> None:
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "NXKERNEL_THREADS")}
     runs = []
     for threads in ("1", "3"):
         done = subprocess.run([sys.executable, "-c", _ROUTINES_SCRIPT], text=True, capture_output=True,
-                              env={**env, "OPENBLAS_NUM_THREADS": threads}, timeout=300, check=True)
+                              env={**env, "OPENBLAS_NUM_THREADS": threads, "NXKERNEL_THREADS": threads},
+                              timeout=300, check=True)
         runs.append(json.loads(done.stdout))
     assert runs[0] == runs[1]
+
+
+def _every_routine(rng: np.random.Generator) -> list[list[NDArray]]:
+    """Each routine once (batches of two 40 x 40 matrices, real and complex,
+    both triangles and all factor modes), its results as arrays."""
+    out = []
+    for dt in (D.float64, D.complex64):
+        a = random(rng, dt, (2, 40, 40))
+        h = hermitian_pd(rng, dt, 2, 40)
+        tall = random(rng, dt, (2, 40, 24))
+        real, sq, vec = REAL[dt], (2, 40, 40), (2, 40)
+        runs: list[tuple[str, Any, list[tuple[Dtype, tuple[int, ...]]], NDArray]] = [
+            ("cholesky", S.Cholesky(), [(dt, sq)], h),
+            ("cholesky", S.Cholesky(True), [(dt, sq)], h),
+            ("lu", S.Lu(), [(dt, sq), (D.int64, vec), (D.int64, vec)], a),
+            ("qr", S.Qr(), [(dt, (2, 40, 24)), (dt, (2, 24, 24))], tall),
+            ("qr", S.Qr(True), [(dt, sq), (dt, (2, 40, 24))], tall),
+            ("svd", S.Svd(), [(dt, (2, 40, 24)), (real, (2, 24)), (dt, (2, 24, 24))], tall),
+            ("svd", S.Svd(S.Factors.COMPLETE), [(dt, sq), (real, (2, 24)), (dt, (2, 24, 24))], tall),
+            ("svd", S.Svd(None), [(real, (2, 24))], tall),
+            ("eigh", S.Eigh(), [(real, vec), (dt, sq)], h),
+            ("eigh", S.Eigh(False), [(real, vec)], h),
+            ("eig", S.Eig(), [(CPLX[dt], vec), (CPLX[dt], sq)], a)]
+        out += [call(name, spec, dts, [Array.from_numpy(m)]) for name, spec, dts, m in runs]
+        out.append(call("solve_triangular", S.SolveTriangular(), [(dt, (2, 40, 24))],
+                        [Array.from_numpy(h), Array.from_numpy(tall)]))
+    return out
+
+
+def test_routine_bits_do_not_depend_on_the_host_threads() -> None:
+    from nxkernel_host import threads
+
+    runs = []
+    for n in (1, 3):
+        with threads(n):
+            runs.append(_every_routine(np.random.default_rng(11)))
+    for one, three in zip(*runs, strict=True):
+        for x, y in zip(one, three, strict=True):
+            assert x.tobytes() == y.tobytes()
+
+
+def test_destinations_written_through_scratch_arrays_get_the_same_bits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where NumPy finds a destination's memory unfit for LAPACK to write in
+    # place, the routines compute into scratch arrays and store those.
+    from nxkernel_host import matrices
+
+    direct = _every_routine(np.random.default_rng(12))
+    monkeypatch.setattr(matrices, "target", lambda d: None)
+    stored = _every_routine(np.random.default_rng(12))
+    for one, other in zip(direct, stored, strict=True):
+        for x, y in zip(one, other, strict=True):
+            assert x.tobytes() == y.tobytes()
 
 
 def test_the_routines_run_on_their_own_instance() -> None:

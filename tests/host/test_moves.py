@@ -26,7 +26,7 @@ from nxkernel_core.dtype import Dtype, Kind
 from nxkernel_core.kernel import Call
 from nxkernel_core.layout import Broadcast, Range
 from nxkernel_core.prog import bits
-from nxkernel_host import moves
+from nxkernel_host import moves, threads
 from nxkernel_host.library import library
 
 from . import layouts
@@ -187,6 +187,29 @@ def test_gather_reads_positions_and_zero_bits_outside(dt: Dtype, data: st.DataOb
     assert kernel("gather")(S.Gather(axis), [dst], [index, x]) is Answer.DONE
     want = gather_ref(x.to_numpy(), index.to_numpy(), axis)
     assert np.array_equal(raw(dst.to_numpy()), want)
+
+
+@pytest.mark.parametrize("rows", [1, 3], ids=["one row", "rows"])
+def test_gather_split_over_threads_reads_the_same_bits(rows: int) -> None:
+    # Enough positions for the pool (MIN_PARALLEL): one row is split by ranges
+    # of positions, several by rows. Positions outside [0, d), as far as the
+    # int64 ends, read zero bits.
+    rng = np.random.default_rng(18)
+    d, n = 5000, 150_000 // rows
+    # Any bits, NaN payloads among them.
+    x = rng.integers(0, 2**64 - 1, (rows, d), dtype=np.uint64, endpoint=True).view(np.float64)
+    index = rng.integers(-3, d + 3, (rows, n))
+    index[:, :2] = [-(2**63), 2**63 - 1]
+    kept = (index >= 0) & (index < d)
+    bits = np.take_along_axis(x.view(np.uint64), np.where(kept, index, 0), 1)
+    want = np.where(kept, bits, np.uint64(0))
+    for n_threads in (1, 2, 3):
+        dst = Array.empty(D.float64, (rows, n))
+        with threads(n_threads):
+            answer = kernel("gather")(S.Gather(1), [dst],
+                                      [Array.from_numpy(index), Array.from_numpy(x)])
+        assert answer is Answer.DONE
+        assert np.array_equal(dst.to_numpy().view(np.uint64), want), n_threads
 
 
 @pytest.mark.parametrize("dt", D.all, ids=lambda d: d.name)
@@ -399,6 +422,30 @@ def test_scatter_add_of_a_narrow_float_sums_in_float32_then_rounds_once() -> Non
     assert kernel("scatter")(S.Scatter(0, S.Combine.ADD), [dst], [into, index, ups]) is Answer.DONE
     assert dst.to_numpy().tolist() == [2050.0]
 
+
+
+@pytest.mark.parametrize("dt", [D.float32, D.float64], ids=lambda d: d.name)
+def test_scatter_add_split_over_threads_by_rows_keeps_each_rows_chain(dt: Dtype) -> None:
+    # Enough updates for the pool (MIN_PARALLEL) over 4 rows; 1000 positions
+    # make each position's chain about 40 updates long, some out of range.
+    rng = np.random.default_rng(18)
+    rows, d, n = 4, 1000, 40_000
+    into = rng.standard_normal((rows, d)).astype(dt.numpy_dtype)
+    index = rng.integers(-3, d + 3, (rows, n))
+    ups = rng.standard_normal((rows, n)).astype(dt.numpy_dtype)
+    want = into.copy()
+    for r in range(rows):
+        # NumPy's add.at chains each position's updates in index order, as the
+        # contract's Add does from an into without -0 (as normal draws are).
+        kept = (index[r] >= 0) & (index[r] < d)
+        np.add.at(want[r], index[r][kept], ups[r][kept])
+    args = [Array.from_numpy(into), Array.from_numpy(index), Array.from_numpy(ups)]
+    for n_threads in (1, 2, 3):
+        dst = Array.empty(dt, (rows, d))
+        with threads(n_threads):
+            answer = kernel("scatter")(S.Scatter(1, S.Combine.ADD), [dst], args)
+        assert answer is Answer.DONE
+        assert np.array_equal(raw(dst.to_numpy()), raw(want)), n_threads
 
 @pytest.mark.parametrize("combine", [S.Combine.MAX, S.Combine.MIN], ids=lambda c: c.name)
 def test_scatter_extremes_keep_the_first_nan_with_its_bits(combine: S.Combine) -> None:

@@ -1,0 +1,138 @@
+"""The host's chunked scan kernels (``network.chunk_scan``, ``moments``) against
+the contract's odd/even network, bit for bit, whatever the chunk they cut a
+row into and the threads that share the chunks: small chunks here make rows
+of many chunks, full and partial, the tree values of earlier chunks carried
+across each cut and each thread's first chunk."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nxkernel_core.orders import odd_even_scan
+from nxkernel_host import network as N
+from nxkernel_host import pool, threads
+from nxkernel_host.moments import moments_scan
+
+#: Row lengths about the chunk sizes below: one state, a partial chunk, whole
+#: chunks, one past, and many chunks with a partial one at the end.
+LENGTHS = [1, 2, 15, 16, 17, 64, 65, 300, 1025, 4099]
+CUTS = [(16, 1), (64, 3), (0, 2)]
+
+
+@pytest.fixture(autouse=True)
+def _small_work_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows this short would stay on one thread: spread them over the
+    threads, so that ranges of chunks start inside rows."""
+    monkeypatch.setattr(pool, "MIN_PARALLEL", 1)
+
+
+def bits(x: np.ndarray) -> bytes:
+    return np.ascontiguousarray(x).tobytes()
+
+
+def canonical(x: np.ndarray) -> np.ndarray:
+    """``x`` with every NaN the positive quiet NaN, as the kernels store them."""
+    out = x.copy()
+    out[np.isnan(out)] = np.nan
+    return out
+
+
+def spread(rng: np.random.Generator, shape: tuple[int, ...], dt: Any) -> np.ndarray:
+    return (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 5, shape)).astype(dt)
+
+
+@pytest.mark.parametrize("m", LENGTHS)
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_sum_and_prod_scans_are_the_network_for_any_chunk_and_threads(m: int, dt: Any) -> None:
+    rng = np.random.default_rng(m)
+    x = spread(rng, (3, m), dt)
+    x[1, m // 2] = np.inf
+    x[2, m // 3] = -np.inf
+    p = (1 + rng.standard_normal((3, m)) * 1e-3).astype(dt)
+    with np.errstate(all="ignore"):
+        (want_s,) = odd_even_scan((x,), lambda a, b: (a[0] + b[0],))
+        (want_p,) = odd_even_scan((p,), lambda a, b: (a[0] * b[0],))
+    for chunk, n in CUTS:
+        s, q = np.empty_like(x), np.empty_like(p)
+        with threads(n):
+            N.real_scan(False, x, s, chunk)
+            N.real_scan(True, p, q, chunk)
+        assert bits(s) == bits(canonical(want_s))
+        assert bits(q) == bits(want_p)
+
+
+def _lse2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """log(exp a + exp b) as the host states it: NaN where either is, the
+    larger where it is infinite, else hi + log1p(exp(lo − hi)) by libm."""
+    out = np.empty_like(a)
+    for i, (x, y) in enumerate(zip(a.ravel().tolist(), b.ravel().tolist(), strict=True)):
+        if math.isnan(x) or math.isnan(y):
+            out.flat[i] = x + y
+            continue
+        hi, lo = max(x, y), min(x, y)
+        out.flat[i] = hi if math.isinf(hi) else hi + math.log1p(math.exp(lo - hi))
+    return out
+
+
+@pytest.mark.parametrize("m", [17, 300, 1025])
+def test_logsumexp_scans_are_the_network_for_any_chunk_and_threads(m: int) -> None:
+    rng = np.random.default_rng(m)
+    x = rng.standard_normal((2, m)) * 30
+    x[0, ::7] = -np.inf
+    x[1, m // 2] = np.inf
+    x[0, m // 3] = np.nan
+    (want,) = odd_even_scan((x,), lambda a, b: (_lse2(a[0], b[0]),))
+    for chunk, n in CUTS:
+        got = np.empty_like(x)
+        with threads(n):
+            N.chunk_scan(N.LSE, x, got, chunk)
+        assert bits(got) == bits(canonical(want))
+
+
+def _merge(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """Chan's merge of (count, mean, M2) states as the network's Moments scan
+    states it, element by element."""
+    na, ma, qa = a
+    nb, mb, qb = b
+    with np.errstate(all="ignore"):
+        n = na + nb
+        d = mb - ma
+        w = nb / n
+        m = ma + d * w
+        q = qa + qb + d * d * (na * w)
+    finite = np.isfinite(ma) & np.isfinite(mb)
+    m = np.where(finite, m, ma + mb)
+    q = np.where(finite, q, np.nan)
+    n, m, q = (np.where(nb == 0, u, v) for u, v in ((na, n), (ma, m), (qa, q)))
+    return tuple(np.where(na == 0, u, v) for u, v in ((nb, n), (mb, m), (qb, q)))
+
+
+@pytest.mark.parametrize("m", LENGTHS)
+@pytest.mark.parametrize("with_carry", [False, True])
+def test_moments_scans_are_the_network_for_any_chunk_and_threads(m: int, with_carry: bool) -> None:
+    rng = np.random.default_rng(m)
+    x = spread(rng, (2, m), np.float32)
+    x[0, m // 2] = np.inf
+    x[1, m // 3] = np.nan
+    # A carry of count −(m + 1) cancels the terms' count at the end: the
+    # merge divides by +0 there.
+    carry = np.array([[3.0, 0.5, 2.0], [-(m + 1.0), 1.0, 0.25]]) if with_carry else None
+    wide = x.astype(np.float64)
+    states = np.stack([np.ones_like(wide), wide, np.where(np.isfinite(wide), 0.0, np.nan)])
+    if carry is not None:
+        first = np.stack([carry[:, 0], carry[:, 1], carry[:, 2] * carry[:, 0]])[:, :, None]
+        states = np.concatenate([first, states], axis=2)
+    n, mean, m2 = odd_even_scan(tuple(states), _merge)
+    drop = slice(1, None) if carry is not None else slice(None)
+    with np.errstate(all="ignore"):
+        var = m2[:, drop] / n[:, drop]
+    for chunk, t in CUTS:
+        got_mean, got_var = np.empty_like(x), np.empty_like(x)
+        with threads(t):
+            moments_scan(x, carry, got_mean, got_var, chunk or 4096)
+        assert bits(got_mean) == bits(canonical(mean[:, drop].astype(np.float32)))
+        assert bits(got_var) == bits(canonical(var.astype(np.float32)))
