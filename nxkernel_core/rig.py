@@ -29,18 +29,15 @@ one line, inside which CPython switches no thread (it switches at calls,
 backward jumps and tracers' line events), so no change is lost without the
 lock. A free-threaded build claims under the lock.
 
-Small buffers for calls' destinations (``pooled``, up to ``POOLED_BYTES``)
-on a plain host device are pooled: each size keeps a ring of the last
-buffers it made, and ``pooled`` hands one out again once nothing else
-reaches it: no array, buffer, claim, NumPy view or buffer export holds the
-buffer, its memory or its bytes (their reference counts say so) and no weak
-reference watches the memory. Its memory is then made as new (epoch 0,
-zeroed). A ring is taken from and given to by one C call on a deque
-(``popleft``, ``append``), which no other thread interleaves, so a buffer is
-out of its ring while one thread tests it, and two threads never get one
-buffer. Pooling needs the GIL (the reference counts of a free-threaded build
-are not exact while other threads run): a free-threaded build allocates
-every buffer.
+Calls' destinations (``pooled``, up to ``POOLED_BYTES``) on a plain host
+device are pooled: each size keeps a ring of the last buffers it made, and
+hands one out again once nothing else reaches it (no array, buffer, claim,
+NumPy view or export holds it, its memory or its bytes: their reference
+counts say so; no weak reference watches the memory), its memory made as
+new. A ring is taken from and given to by one C call on a deque, which no
+other thread interleaves, so two threads never get one buffer. A
+free-threaded build (whose reference counts are not exact while other
+threads run) pools nothing.
 """
 
 from __future__ import annotations
@@ -56,10 +53,8 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from sys import getrefcount
-from types import TracebackType
 from typing import Any, Final, final
 from weakref import getweakrefcount
 
@@ -82,7 +77,6 @@ __all__ = [
     "device",
     "devices",
     "host",
-    "host_address",
     "memory_device",
     "register",
     "using",
@@ -485,7 +479,8 @@ class Memory:
         #: Set while a consume or a donation tests the counts (see the module's doc).
         self.pending = False
         self._store_lock: threading.RLock | None = None
-        #: The first host byte's address once ``host_address`` found it.
+        #: The first host byte's address, kept once found (``views.address``
+        #: of the host library): a memory's bytes never move.
         self.address: int | None = None
 
     @property
@@ -512,22 +507,6 @@ class Memory:
                     dev._release(self)
         except Exception:  # interpreter shutdown: the device may be gone
             pass
-
-
-def host_address(mem: Memory) -> int:
-    """The address of host memory ``mem``'s first byte, found once and kept
-    (``Memory.address``): a memory's bytes never move."""
-    address = mem.address
-    if address is None:
-        hb = mem.host_bytes
-        if hb is None:
-            raise ValueError(f"rig.host_address: {mem.device.name}'s memory is not host memory")
-        try:
-            address = _addressof(_from_buffer(hb))
-        except TypeError:  # read-only memory: ctypes' from_buffer needs a writable one
-            address = int(hb.ctypes.data)
-        mem.address = address
-    return address
 
 
 @final
@@ -755,34 +734,15 @@ def claim(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
     return claims
 
 
-@final
-class _Held:
-    """The context ``with_claims`` returns: claims on entry, releases on exit."""
-
-    __slots__ = ("_claims", "_donate", "_read", "_write")
-
-    def __init__(self, read: Sequence[Buffer], write: Sequence[Buffer],
-                 donate: Sequence[Buffer]) -> None:
-        self._read = read
-        self._write = write
-        self._donate = donate
-        self._claims: Claims | None = None
-
-    def __enter__(self) -> Claims:
-        self._claims = claim(self._read, self._write, self._donate)
-        return self._claims
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        claims, self._claims = self._claims, None
-        if claims is not None:
-            claims.release()
-
-
+@contextlib.contextmanager
 def with_claims(read: Sequence[Buffer] = (), write: Sequence[Buffer] = (),
-                donate: Sequence[Buffer] = ()) -> AbstractContextManager[Claims]:
+                donate: Sequence[Buffer] = ()) -> Iterator[Claims]:
     """Claim ``read`` for reading and ``write`` for writing, then each donated
     buffer exclusive where it spans its memory and no other claim holds it;
     release everything on leaving. Raises ``ValueError`` (claiming nothing) for
     a dead buffer or memory held exclusive, ``Lost`` for a lost device."""
-    return _Held(read, write, donate)
+    claims = claim(read, write, donate)
+    try:
+        yield claims
+    finally:
+        claims.release()

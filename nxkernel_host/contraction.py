@@ -43,9 +43,8 @@ from nxkernel_core.declines import contract_call_declines, contract_declines
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.layout import Layout
-from nxkernel_core.rig import host_address
 
-from . import blas, pool, tiling
+from . import blas, pool, tiling, views
 from .family import Family, Hook
 from .views import read, store, target
 
@@ -414,7 +413,7 @@ def prepare(spec: S.Contract, dsts: tuple[tuple[Dtype, Layout], ...],
     dtype = acc.numpy_dtype
     item = dtype.itemsize
     fa, fb, fd = al.offset * item, bl.offset * item, dl.offset * item
-    address = host_address
+    address = views.address
 
     def places(ds: Sequence[Array], ops: Sequence[Array]) -> tuple[int, int, int]:
         a, b, d = ops[0].buffer, ops[1].buffer, ds[0].buffer

@@ -7,6 +7,7 @@ packed, so they are read as unpacked copies and written by packing.
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy.typing as npt
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.layout import Layout
+from nxkernel_core.rig import Memory
 
 
 def read(a: Array) -> npt.NDArray[Any]:
@@ -93,6 +95,23 @@ def fresh(dt: Dtype, layout: Layout) -> Callable[[Array], npt.NDArray[Any]]:
         return _ndarray(shape, t, a.buffer.memory.host_bytes)
 
     return write
+
+
+def address(mem: Memory) -> int:
+    """The address of host memory ``mem``'s first byte, found once and kept
+    in ``mem.address`` (through ctypes' ``from_buffer``: ``ctypes.data``
+    costs microseconds a call)."""
+    found = mem.address
+    if found is None:
+        hb = mem.host_bytes
+        if hb is None:
+            raise ValueError(f"views.address: {mem.device.name}'s memory is not host memory")
+        try:
+            found = ctypes.addressof(ctypes.c_char.from_buffer(hb))  # type: ignore[arg-type]
+        except TypeError:  # read-only memory: from_buffer needs a writable one
+            found = int(hb.ctypes.data)
+        mem.address = found
+    return found
 
 
 #: One C call each: cheaper than a slice, a view and a reshape.

@@ -15,6 +15,7 @@ from nxkernel_core import dtype as D
 from nxkernel_core import rig
 from nxkernel_core.array import Array
 from nxkernel_core.layout import Layout
+from nxkernel_host import views
 
 
 def test_host_is_registered_and_shares_host_memory() -> None:
@@ -344,7 +345,7 @@ def test_only_small_destinations_of_a_plain_device_are_pooled(pooling: rig.Rig) 
         budgeted.close()
 
 
-def test_host_address_is_the_first_bytes_kept_once_found() -> None:
+def test_a_memorys_address_is_its_first_bytes_kept_once_found() -> None:
     buf = rig.Buffer.create(rig.host, 24)
     read_only = rig.Buffer.create(rig.host, 24, rig.Access.READ)
     for b in (buf, read_only):
@@ -352,7 +353,7 @@ def test_host_address_is_the_first_bytes_kept_once_found() -> None:
         assert mem.address is None
         hb = mem.host_bytes
         assert hb is not None
-        assert rig.host_address(mem) == int(hb.ctypes.data) == mem.address
+        assert views.address(mem) == int(hb.ctypes.data) == mem.address
     off_host = rig.Memory(rig.host, 0, rig.Access.READ_WRITE, None)  # 0: its release counts none
     with pytest.raises(ValueError, match="not host memory"):
-        rig.host_address(off_host)
+        views.address(off_host)
