@@ -46,7 +46,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["INT_MAX", "ROUTINE_THREADS", "corename", "gemm", "gemm_strided", "library"]
+__all__ = ["INT_MAX", "ROUTINE_THREADS", "corename", "gemm", "gemm_one", "gemm_strided", "library"]
 
 NDArray = npt.NDArray[Any]
 
@@ -185,5 +185,24 @@ def gemm_strided(dtype: npt.DTypeLike) -> Callable[[int, int, int, int, int, int
                 stride_b: int, out: int, ldc: int, stride_c: int, count: int) -> None:
         fn(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a, lda, stride_a, b, ldb, stride_b, 0.0,
            out, ldc, stride_c, count)
+
+    return product
+
+
+def gemm_one(dtype: npt.DTypeLike, m: int, n: int, k: int) -> Callable[[int, int, int], None]:
+    """``gemm_strided(dtype)``'s one product of C-contiguous ``a [m, k]``,
+    ``b [k, n]`` and ``out [m, n]`` (count 1, its strides 0; the same routine,
+    so the same bits) as a function of the three addresses. Every other
+    argument is made once as its C type: ctypes passes such an argument as it
+    is, and converts a Python number anew each call."""
+    lib = library()
+    wide = np.dtype(dtype) != np.float32
+    fn = lib.scipy_cblas_dgemm_batch_strided if wide else lib.scipy_cblas_sgemm_batch_strided
+    c, scalar = ctypes.c_int, ctypes.c_double if wide else ctypes.c_float
+    order, no, cm, cn, ck, zero, one = c(_ROW_MAJOR), c(_NO_TRANS), c(m), c(n), c(k), c(0), c(1)
+    alpha, beta = scalar(1.0), scalar(0.0)
+
+    def product(a: int, b: int, out: int) -> None:
+        fn(order, no, no, cm, cn, ck, alpha, a, ck, zero, b, cn, zero, beta, out, cn, zero, one)
 
     return product

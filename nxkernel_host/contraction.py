@@ -424,11 +424,10 @@ def prepare(spec: S.Contract, dsts: tuple[tuple[Dtype, Layout], ...],
                 (dm.address or address(dm)) + d.offset + fd)
 
     if len(tiling.tiles(m, n, k)) == 1:
-        product = blas.gemm_strided(dtype)
+        product = blas.gemm_one(dtype, m, n, k)
 
         def gemm(sp: S.Contract, ds: Sequence[Array], ops: Sequence[Array]) -> None:
-            pa, pb, pd = places(ds, ops)
-            product(m, n, k, pa, k, 0, pb, n, 0, pd, n, 0, 1)
+            product(*places(ds, ops))
 
         return gemm
 
