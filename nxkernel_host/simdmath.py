@@ -296,7 +296,7 @@ def _tanh32(x: float) -> float:  # pragma: no cover - compiled
     a = 9.5 if a > 9.5 else a
     scale, m = _exp_short(-2.0 * a)
     t = _fma(scale, m, scale - 1.0)
-    return np.copysign(-t / (2.0 + t), x)
+    return float(np.copysign(-t / (2.0 + t), x))
 
 
 @njit(inline="always")
@@ -315,7 +315,7 @@ def _erf32(x: float) -> float:  # pragma: no cover - compiled
     scale, m = _exp_short(-(b * b))
     large = 1.0 - _fma(scale, m, scale) * f
     # A NaN takes ``small``, a NaN.
-    return np.copysign(large if a >= 1.0 else small, x)
+    return float(np.copysign(large if a >= 1.0 else small, x))
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
