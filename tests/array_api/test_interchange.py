@@ -131,7 +131,9 @@ def _memory_ref(x: Array) -> weakref.ref[Memory]:
 
 
 def test_numpy_keeps_the_producer_alive_and_the_deleter_runs_once() -> None:
-    x = xp.arange(5, dtype=xp.int32)  # memory of its own, not NumPy's
+    # Memory of its own, not NumPy's, and not a call's pooled destination
+    # (the pool keeps those for later calls, so they outlive their arrays).
+    x = xp.asarray([0, 1, 2, 3, 4], dtype=xp.int32)
     alive = _memory_ref(x)
     capsule = x.__dlpack__(max_version=(1, 0))
     address, _ = _open(capsule)
@@ -144,7 +146,7 @@ def test_numpy_keeps_the_producer_alive_and_the_deleter_runs_once() -> None:
     assert n.tolist() == [0, 1, 2, 3, 4]
     del n
     gc.collect()
-    assert record.deleted == 1 and alive() is None
+    assert record.deleted == 1 and record.array is None and alive() is None
     del capsule
     gc.collect()
     assert record.deleted == 1
