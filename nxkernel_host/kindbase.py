@@ -138,24 +138,13 @@ def _numba_kernels() -> dict[str, Any]:
     """The loops NumPy has no ufunc for, compiled once per process: a float64
     Fma by LLVM's fused multiply-add (one rounding) and Threefry-2x32-20."""
     import numba
-    from llvmlite import ir
-    from numba.extending import intrinsic
 
-    @intrinsic
-    def fma(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
-        sig = a(a, b, c)
-
-        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-            ty = context.get_value_type(signature.return_type)
-            fn = builder.module.declare_intrinsic("llvm.fma", [ty], ir.FunctionType(ty, [ty] * 3))
-            return builder.call(fn, args)
-
-        return sig, codegen
+    from .simdmath import fma
 
     @numba.njit(nogil=True)
     def fma_loop(a: Arr, b: Arr, c: Arr, out: Arr) -> None:
         for i in range(out.size):
-            out[i] = fma(a[i], b[i], c[i])  # type: ignore[call-arg]
+            out[i] = fma(a[i], b[i], c[i])
 
     rotations = np.array([13, 15, 26, 6, 17, 29, 16, 24], dtype=np.uint64)
     mask = np.uint64(0xFFFFFFFF)

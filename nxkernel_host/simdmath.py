@@ -61,7 +61,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["BOUNDS", "erf", "erf32", "exp32", "tanh32"]
+__all__ = ["BOUNDS", "erf", "erf32", "exp32", "fma", "tanh32"]
 
 Arr = npt.NDArray[Any]
 
@@ -134,7 +134,7 @@ def _fma_intrinsic(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
 
 
 #: ``_fma_intrinsic`` as compiled code calls it, typed for the checker.
-_fma: Final = cast("Callable[[float, float, float], float]", _fma_intrinsic)
+fma: Final = cast("Callable[[float, float, float], float]", _fma_intrinsic)
 
 
 @intrinsic
@@ -166,9 +166,9 @@ def _pow2(k: np.int64) -> float:  # pragma: no cover - compiled
 def _exp_poly(r: float, r2: float) -> float:  # pragma: no cover - compiled
     """P(r) = Σ r^(n−2)/n!, n = 2..13 (``r2`` = r²)."""
     r4 = r2 * r2
-    return _fma(r4 * r4, _fma(r2, _fma(r, _P13, _P12), _fma(r, _P11, _P10)),
-                _fma(r4, _fma(r2, _fma(r, _P9, _P8), _fma(r, _P7, _P6)),
-                     _fma(r2, _fma(r, _P5, _P4), _fma(r, _P3, _P2))))
+    return fma(r4 * r4, fma(r2, fma(r, _P13, _P12), fma(r, _P11, _P10)),
+                fma(r4, fma(r2, fma(r, _P9, _P8), fma(r, _P7, _P6)),
+                     fma(r2, fma(r, _P5, _P4), fma(r, _P3, _P2))))
 
 
 @njit(inline="always")
@@ -176,9 +176,9 @@ def _q_poly(u: float) -> float:  # pragma: no cover - compiled
     """Q(u), erf's fit below 1."""
     u2 = u * u
     u4 = u2 * u2
-    return _fma(u4 * u4, _fma(u2, _fma(u, _Q11, _Q10), _fma(u, _Q9, _Q8)),
-                _fma(u4, _fma(u2, _fma(u, _Q7, _Q6), _fma(u, _Q5, _Q4)),
-                     _fma(u2, _fma(u, _Q3, _Q2), _fma(u, _Q1, _Q0))))
+    return fma(u4 * u4, fma(u2, fma(u, _Q11, _Q10), fma(u, _Q9, _Q8)),
+                fma(u4, fma(u2, fma(u, _Q7, _Q6), fma(u, _Q5, _Q4)),
+                     fma(u2, fma(u, _Q3, _Q2), fma(u, _Q1, _Q0))))
 
 
 @njit(inline="always")
@@ -187,19 +187,19 @@ def _f_poly(s: float) -> float:  # pragma: no cover - compiled
     s2 = s * s
     s4 = s2 * s2
     s8 = s4 * s4
-    lo = _fma(s4, _fma(s2, _fma(s, _F7, _F6), _fma(s, _F5, _F4)),
-              _fma(s2, _fma(s, _F3, _F2), _fma(s, _F1, _F0)))
-    hi = _fma(s4, _fma(s2, _fma(s, _F15, _F14), _fma(s, _F13, _F12)),
-              _fma(s2, _fma(s, _F11, _F10), _fma(s, _F9, _F8)))
-    return _fma(s8 * s8, _fma(s, _F17, _F16), _fma(s8, hi, lo))
+    lo = fma(s4, fma(s2, fma(s, _F7, _F6), fma(s, _F5, _F4)),
+              fma(s2, fma(s, _F3, _F2), fma(s, _F1, _F0)))
+    hi = fma(s4, fma(s2, fma(s, _F15, _F14), fma(s, _F13, _F12)),
+              fma(s2, fma(s, _F11, _F10), fma(s, _F9, _F8)))
+    return fma(s8 * s8, fma(s, _F17, _F16), fma(s8, hi, lo))
 
 
 @njit(inline="always")
 def _g_poly(u: float) -> float:  # pragma: no cover - compiled
     """Q(u) of the float32 path."""
     u2 = u * u
-    return _fma(u2 * u2, _fma(u2, _fma(u, _G7, _G6), _fma(u, _G5, _G4)),
-                _fma(u2, _fma(u, _G3, _G2), _fma(u, _G1, _G0)))
+    return fma(u2 * u2, fma(u2, fma(u, _G7, _G6), fma(u, _G5, _G4)),
+                fma(u2, fma(u, _G3, _G2), fma(u, _G1, _G0)))
 
 
 @njit(inline="always")
@@ -208,11 +208,11 @@ def _h_poly(s: float) -> float:  # pragma: no cover - compiled
     s2 = s * s
     s4 = s2 * s2
     s8 = s4 * s4
-    lo = _fma(s4, _fma(s2, _fma(s, _H7, _H6), _fma(s, _H5, _H4)),
-              _fma(s2, _fma(s, _H3, _H2), _fma(s, _H1, _H0)))
-    hi = _fma(s4, _fma(s2, _fma(s, _H15, _H14), _fma(s, _H13, _H12)),
-              _fma(s2, _fma(s, _H11, _H10), _fma(s, _H9, _H8)))
-    return _fma(s8 * s8, _H16, _fma(s8, hi, lo))
+    lo = fma(s4, fma(s2, fma(s, _H7, _H6), fma(s, _H5, _H4)),
+              fma(s2, fma(s, _H3, _H2), fma(s, _H1, _H0)))
+    hi = fma(s4, fma(s2, fma(s, _H15, _H14), fma(s, _H13, _H12)),
+              fma(s2, fma(s, _H11, _H10), fma(s, _H9, _H8)))
+    return fma(s8 * s8, _H16, fma(s8, hi, lo))
 
 
 @njit(inline="always")
@@ -230,7 +230,7 @@ def _exp_parts(x: float) -> tuple[np.int64, float, float]:  # pragma: no cover -
     r_err = (hi - r) - lo
     p = _exp_poly(r, r * r)
     eh = 1.0 + r
-    return k, eh, ((1.0 - eh) + r) + _fma(r * r, p, _fma(r_err, r, r_err))
+    return k, eh, ((1.0 - eh) + r) + fma(r * r, p, fma(r_err, r, r_err))
 
 
 @njit(inline="always")
@@ -240,16 +240,16 @@ def _erf(x: float) -> float:  # pragma: no cover - compiled
     # Below 1: x·(C0 + u·Q(u)).
     u = a * a if a < 1.0 else 1.0
     q = _q_poly(u)
-    small = _fma(a, _C0_HI, a * _fma(u, q, _C0_LO))
+    small = fma(a, _C0_HI, a * fma(u, q, _C0_LO))
     # From 1: 1 − e^(−x²)·F(x).
     b = a if a >= 1.0 else 1.0
     b = 6.0 if not b <= 6.0 else b
-    s = _fma(-13.0, b, 33.0) / _fma(5.0, b, 15.0)
+    s = fma(-13.0, b, 33.0) / fma(5.0, b, 15.0)
     f = _f_poly(s)
     hh = b * b
-    hl = _fma(b, b, -hh)
+    hl = fma(b, b, -hh)
     k, eh, el = _exp_parts(-hh)
-    e = (eh + _fma(-hl, eh, el)) * _pow2(k)
+    e = (eh + fma(-hl, eh, el)) * _pow2(k)
     large = 1.0 - e * f
     v = small if a < 1.0 else large
     return np.copysign(v, x) if x == x else x + x
@@ -268,12 +268,12 @@ def _exp_short(c: float) -> tuple[float, float]:  # pragma: no cover - compiled
     k is read from bits, never converted, so no operation is undefined)."""
     t = c * _INVLN2 + _SHIFT
     k = np.int64(np.float64(t).view(np.int64)) - _SHIFT_BITS
-    r = _fma(-(t - _SHIFT), _LN2, c)
+    r = fma(-(t - _SHIFT), _LN2, c)
     r2 = r * r
     r4 = r2 * r2
-    p = _fma(r4, _fma(r2, _fma(r, _P9, _P8), _fma(r, _P7, _P6)),
-             _fma(r2, _fma(r, _P5, _P4), _fma(r, _P3, _P2)))
-    return _pow2(k), _fma(r2, p, r)
+    p = fma(r4, fma(r2, fma(r, _P9, _P8), fma(r, _P7, _P6)),
+             fma(r2, fma(r, _P5, _P4), fma(r, _P3, _P2)))
+    return _pow2(k), fma(r2, p, r)
 
 
 @njit(inline="always")
@@ -284,7 +284,7 @@ def _exp32(x: float) -> float:  # pragma: no cover - compiled
     c = 90.0 if x > 90.0 else x
     c = -110.0 if c < -110.0 else c
     scale, m = _exp_short(c)
-    return _fma(scale, m, scale)
+    return fma(scale, m, scale)
 
 
 @njit(inline="always")
@@ -295,7 +295,7 @@ def _tanh32(x: float) -> float:  # pragma: no cover - compiled
     a = abs(x)
     a = 9.5 if a > 9.5 else a
     scale, m = _exp_short(-2.0 * a)
-    t = _fma(scale, m, scale - 1.0)
+    t = fma(scale, m, scale - 1.0)
     return float(np.copysign(-t / (2.0 + t), x))
 
 
@@ -307,13 +307,13 @@ def _erf32(x: float) -> float:  # pragma: no cover - compiled
     a = abs(x)
     u = a * a if a < 1.0 else 1.0
     q = _g_poly(u)
-    small = a * _fma(u, q, _C0_HI)
+    small = a * fma(u, q, _C0_HI)
     b = a if a >= 1.0 else 1.0
     b = 4.0 if not b <= 4.0 else b
-    s = _fma(b, 2.0 / 3.0, -5.0 / 3.0)
+    s = fma(b, 2.0 / 3.0, -5.0 / 3.0)
     f = _h_poly(s)
     scale, m = _exp_short(-(b * b))
-    large = 1.0 - _fma(scale, m, scale) * f
+    large = 1.0 - fma(scale, m, scale) * f
     # A NaN takes ``small``, a NaN.
     return float(np.copysign(large if a >= 1.0 else small, x))
 
