@@ -31,6 +31,7 @@ from nxkernel_core.rig import host
 from nxkernel_cuda import build, statistics
 from nxkernel_cuda.device import CudaRig
 from nxkernel_cuda.library import LIBRARY
+from tests.moments_reference import moments_network
 
 from . import programs
 from .support import CI_NVRTC, canary, nvrtc_of, on, run, same_bits, untouched, values
@@ -113,37 +114,6 @@ def _moments_lanes(x: Arr) -> tuple[Arr, Arr]:
     with np.errstate(all="ignore"):
         mean = _lanes64(x) / n
         var = _lanes64((x - mean[:, None]) ** 2) / n
-    return mean, var
-
-
-def _chan(a: tuple[Arr, ...], b: tuple[Arr, ...]) -> tuple[Arr, ...]:
-    """The stated Moments merge of (count, mean, M2) states, vectorised."""
-    na, ma, qa = a
-    nb, mb, qb = b
-    with np.errstate(all="ignore"):
-        n = na + nb
-        d = mb - ma
-        w = nb / n
-        finite = np.isfinite(ma) & np.isfinite(mb)
-        mean = np.where(finite, ma + d * w, ma + mb)
-        m2 = np.where(finite, qa + qb + d * d * (na * w), np.nan)
-    first, second = na == 0, (nb == 0) & (na != 0)
-    return (np.where(first, nb, np.where(second, na, n)), np.where(first, mb, np.where(second, ma, mean)),
-            np.where(first, qb, np.where(second, qa, m2)))
-
-
-def _moments_network(x: Arr, carry: Arr | None = None) -> tuple[Arr, Arr]:
-    """The stated Moments scan of float64 rows: the network over Chan's merge."""
-    with np.errstate(all="ignore"):
-        states: tuple[Arr, ...] = (np.ones_like(x), x.copy(), np.where(np.isfinite(x), 0.0, np.nan))
-        if carry is not None:
-            c = carry.astype(np.float64)
-            states = tuple(np.concatenate([f[:, None], s], axis=1)
-                           for f, s in zip((c[:, 0], c[:, 1], c[:, 2] * c[:, 0]), states, strict=True))
-        n, mean, m2 = orders.odd_even_scan(states, _chan)
-        var = m2 / n
-    if carry is not None:
-        return mean[:, 1:], var[:, 1:]
     return mean, var
 
 
@@ -362,7 +332,7 @@ def test_moments_scans_are_the_network_bit_for_bit(dev: CudaRig, dt: Dtype) -> N
             answer, (mean, var) = run(spec, ops, spec.result_dtypes(), chunk=128)
             assert answer is Answer.DONE
             order = (slice(None), slice(None, None, -1)) if reverse else (slice(None), slice(None))
-            wm, wv = _moments_network(np.ascontiguousarray(rows[order]),
+            wm, wv = moments_network(np.ascontiguousarray(rows[order]),
                                       _f64(cdt, carry) if with_carry else None)
             assert same_bits(mean[order], D.of_float(dt, wm), dt, nan_equal=True), (reverse, with_carry)
             assert same_bits(var[order], D.of_float(dt, wv), dt, nan_equal=True), (reverse, with_carry)
@@ -461,7 +431,7 @@ def test_scans_of_a_fused_program_along_a_middle_axis_with_a_strided_carry(dev: 
     spec = S.Scan(prog, (S.PLAIN,) * 2, 1, S.MOMENTS, 0, D.float32, reverse=True, carry=True)
     answer, (mean, var) = run(spec, [carry, *ops], spec.result_dtypes())
     assert answer is Answer.DONE
-    wm, wv = _moments_network(rows, carry_host.reshape(6, 3))
+    wm, wv = moments_network(rows, carry_host.reshape(6, 3))
     got_m = np.moveaxis(mean, 1, -1).reshape(6, 300)[:, ::-1]
     got_v = np.moveaxis(var, 1, -1).reshape(6, 300)[:, ::-1]
     assert same_bits(got_m, wm.astype(np.float32), D.float32)
@@ -510,7 +480,7 @@ def test_padded_loads_read_the_padded_operand(dev: CudaRig) -> None:
             assert same_bits(out[0], want_v.astype(np.float32), D.float32)
             assert out[1].tolist() == want_p.tolist()
         else:
-            wm, wv = _moments_network(rows)
+            wm, wv = moments_network(rows)
             assert same_bits(out[0], wm.astype(np.float32), D.float32)
             assert same_bits(out[1], wv.astype(np.float32), D.float32)
 

@@ -16,6 +16,7 @@ from nxkernel_core.orders import odd_even_scan
 from nxkernel_host import network as N
 from nxkernel_host import pool, threads
 from nxkernel_host.moments import moments_scan
+from tests.moments_reference import moments_network
 
 #: Row lengths about the chunk sizes below: one state, a partial chunk, whole
 #: chunks, one past, and many chunks with a partial one at the end.
@@ -93,24 +94,6 @@ def test_logsumexp_scans_are_the_network_for_any_chunk_and_threads(m: int) -> No
         assert bits(got) == bits(canonical(want))
 
 
-def _merge(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    """Chan's merge of (count, mean, M2) states as the network's Moments scan
-    states it, element by element."""
-    na, ma, qa = a
-    nb, mb, qb = b
-    with np.errstate(all="ignore"):
-        n = na + nb
-        d = mb - ma
-        w = nb / n
-        m = ma + d * w
-        q = qa + qb + d * d * (na * w)
-    finite = np.isfinite(ma) & np.isfinite(mb)
-    m = np.where(finite, m, ma + mb)
-    q = np.where(finite, q, np.nan)
-    n, m, q = (np.where(nb == 0, u, v) for u, v in ((na, n), (ma, m), (qa, q)))
-    return tuple(np.where(na == 0, u, v) for u, v in ((nb, n), (mb, m), (qb, q)))
-
-
 @pytest.mark.parametrize("m", LENGTHS)
 @pytest.mark.parametrize("with_carry", [False, True])
 def test_moments_scans_are_the_network_for_any_chunk_and_threads(m: int, with_carry: bool) -> None:
@@ -121,18 +104,10 @@ def test_moments_scans_are_the_network_for_any_chunk_and_threads(m: int, with_ca
     # A carry of count −(m + 1) cancels the terms' count at the end: the
     # merge divides by +0 there.
     carry = np.array([[3.0, 0.5, 2.0], [-(m + 1.0), 1.0, 0.25]]) if with_carry else None
-    wide = x.astype(np.float64)
-    states = np.stack([np.ones_like(wide), wide, np.where(np.isfinite(wide), 0.0, np.nan)])
-    if carry is not None:
-        first = np.stack([carry[:, 0], carry[:, 1], carry[:, 2] * carry[:, 0]])[:, :, None]
-        states = np.concatenate([first, states], axis=2)
-    n, mean, m2 = odd_even_scan(tuple(states), _merge)
-    drop = slice(1, None) if carry is not None else slice(None)
-    with np.errstate(all="ignore"):
-        var = m2[:, drop] / n[:, drop]
+    mean, var = moments_network(x.astype(np.float64), carry)
     for chunk, t in CUTS:
         got_mean, got_var = np.empty_like(x), np.empty_like(x)
         with threads(t):
             moments_scan(x, carry, got_mean, got_var, chunk or 4096)
-        assert bits(got_mean) == bits(canonical(mean[:, drop].astype(np.float32)))
+        assert bits(got_mean) == bits(canonical(mean.astype(np.float32)))
         assert bits(got_var) == bits(canonical(var.astype(np.float32)))
