@@ -164,6 +164,13 @@ def gemm(a: NDArray, b: NDArray, out: NDArray) -> None:
        out.ctypes.data, out.strides[0] // size)
 
 
+def _batch_strided(dtype: npt.DTypeLike) -> Any:
+    """The private instance's strided-batch sgemm (float32) or dgemm (float64)."""
+    lib = library()
+    return (lib.scipy_cblas_sgemm_batch_strided if np.dtype(dtype) == np.float32
+            else lib.scipy_cblas_dgemm_batch_strided)
+
+
 def gemm_strided(dtype: npt.DTypeLike) -> Callable[[int, int, int, int, int, int, int, int, int,
                                                    int, int, int, int], None]:
     """The private instance's sgemm or dgemm over a strided batch, as a
@@ -177,9 +184,7 @@ def gemm_strided(dtype: npt.DTypeLike) -> Callable[[int, int, int, int, int, int
     not depend on ``count`` or on the other products. The caller keeps every
     value within a 32-bit BLAS integer, ``(count − 1) · stride`` included (the
     batch indexes in 32 bits), and 1 <= m, n, k, count."""
-    lib = library()
-    fn = (lib.scipy_cblas_sgemm_batch_strided if np.dtype(dtype) == np.float32
-          else lib.scipy_cblas_dgemm_batch_strided)
+    fn = _batch_strided(dtype)
 
     def product(m: int, n: int, k: int, a: int, lda: int, stride_a: int, b: int, ldb: int,
                 stride_b: int, out: int, ldc: int, stride_c: int, count: int) -> None:
@@ -195,9 +200,8 @@ def gemm_one(dtype: npt.DTypeLike, m: int, n: int, k: int) -> Callable[[int, int
     so the same bits) as a function of the three addresses. Every other
     argument is made once as its C type: ctypes passes such an argument as it
     is, and converts a Python number anew each call."""
-    lib = library()
     wide = np.dtype(dtype) != np.float32
-    fn = lib.scipy_cblas_dgemm_batch_strided if wide else lib.scipy_cblas_sgemm_batch_strided
+    fn = _batch_strided(dtype)
     c, scalar = ctypes.c_int, ctypes.c_double if wide else ctypes.c_float
     order, no, cm, cn, ck, zero, one = c(_ROW_MAJOR), c(_NO_TRANS), c(m), c(n), c(k), c(0), c(1)
     alpha, beta = scalar(1.0), scalar(0.0)
