@@ -44,6 +44,7 @@ from nxkernel_core.prog import (
     Ternary,
 )
 
+from . import fused as F
 from . import kinds as K
 from . import pool
 from .kinds import ULPS, Impl
@@ -51,6 +52,7 @@ from .kinds import ULPS, Impl
 __all__ = [
     "CHUNK_BYTES",
     "ERRSTATE",
+    "FUSE_MIN",
     "PARALLEL_MIN",
     "ULPS",
     "Evaluator",
@@ -73,6 +75,17 @@ CHUNK_BYTES: Final = 1 << 18
 #: The fewest elements a loop spreads over threads: below it, starting a
 #: thread's work costs more than it saves.
 PARALLEL_MIN: Final = 1 << 18
+
+#: The fewest elements a loop runs as its program's one compiled loop
+#: (``fused``): compiling one takes a fraction of a second, once per program.
+FUSE_MIN: Final = 1 << 18
+
+#: Elements per box of a compiled loop: it needs no temporaries, so a box is
+#: as large as keeps both threads busy to the end.
+_FUSED_BOX: Final = 1 << 16
+
+#: ``Evaluator.fused`` not computed yet.
+_UNKNOWN: Final = object()
 
 
 try:
@@ -161,8 +174,8 @@ class Evaluator:
     ``ev.run(...)`` to evaluate into scratch buffers and destinations.
     """
 
-    __slots__ = ("_consts", "_coords", "_in_rooted", "_ins", "_steps", "box", "first", "prog",
-                 "single")
+    __slots__ = ("_consts", "_coords", "_fused", "_in_rooted", "_ins", "_steps", "box", "first",
+                 "prog", "single")
 
     def __init__(self, prog: Prog) -> None:
         self.prog: Final = prog
@@ -246,6 +259,14 @@ class Evaluator:
         #: (``a + b``, ``exp(x)``, a cast): that step's implementation and the
         #: operands it reads, else None. ``box_into`` then calls it straight.
         self.single: Final = self._single(prog)
+        self._fused: F.Fused | object | None = _UNKNOWN
+
+    def fused(self) -> F.Fused | None:
+        """The program as one compiled loop (``fused``), made on first use, or
+        None where a node has no compiled twin."""
+        if self._fused is _UNKNOWN:
+            self._fused = F.plan(self.prog, self._consts)
+        return self._fused  # type: ignore[return-value]
 
     def _single(self, prog: Prog) -> tuple[Impl, tuple[int, ...]] | None:
         steps = self._steps
@@ -562,6 +583,8 @@ def map_into(ev: Evaluator, inputs: Sequence[Arr], shape: Sequence[int],
     size = math.prod(shp)
     if size == 0:
         return
+    if size >= FUSE_MIN and _fused_into(ev, inputs, shp, targets, alias):
+        return
     if size <= ev.box:
         # One box, the whole loop, on the calling thread: no boxes to hand out.
         with quiet():
@@ -577,3 +600,58 @@ def map_into(ev: Evaluator, inputs: Sequence[Arr], shape: Sequence[int],
     # work to another thread would cost more than it saves.
     _run_boxes(ev, inputs, targets, work, alias)
     work.wait()
+
+
+# --------------------------------------------------------------------------
+# Compiled loops
+# --------------------------------------------------------------------------
+
+
+def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
+                targets: Sequence[Arr], alias: bool) -> bool:
+    """``map_into`` by the program's compiled loop, where it has one and every
+    input and target is C-contiguous of ``shape`` and of its host type, and a
+    target that shares memory with an input is that input (each element is
+    read before it is written); False, having written nothing, otherwise."""
+    fz = ev.fused()
+    if fz is None:
+        return False
+    for a, dt in zip(inputs, fz.in_dtypes, strict=True):
+        if a.shape != shape or not a.flags.c_contiguous or (dt is not None and a.dtype != dt):
+            return False
+    for t, o in zip(targets, ev.prog.outs, strict=True):
+        if (t.shape != shape or not t.flags.c_contiguous
+                or t.dtype != ev.prog.dtype(o).numpy_dtype):
+            return False
+        if alias and any(np.may_share_memory(t, a) and not _same(t, a) for a in inputs):
+            return False
+    ins = [a.reshape(-1) for a in inputs]
+    outs = [t.reshape(-1) for t in targets]
+    size = outs[0].size
+    work = _Boxes([(slice(a, min(a + _FUSED_BOX, size)),) for a in range(0, size, _FUSED_BOX)])
+    n = min(pool.count(), len(work.boxes))
+    if n > 1:
+        executor = pool.pool(n)
+        for _ in range(n - 1):
+            executor.submit(_run_fused, fz, ins, outs, work)
+    _run_fused(fz, ins, outs, work)
+    work.wait()
+    return True
+
+
+def _same(a: Arr, b: Arr) -> bool:
+    """Whether two arrays are the same elements of the same memory."""
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.strides == b.strides and a.itemsize == b.itemsize)
+
+
+def _run_fused(fz: F.Fused, ins: Sequence[Arr], outs: Sequence[Arr], work: _Boxes) -> None:
+    """Run the compiled loop over the ranges ``work`` hands out."""
+    while (i := work.take()) is not None:
+        try:
+            s = work.boxes[i][0]
+            fz.run([a[s] for a in ins], [t[s] for t in outs])
+        except BaseException as e:
+            work.finish(e)
+            raise
+        work.finish()

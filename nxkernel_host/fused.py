@@ -1,0 +1,213 @@
+"""A program of float32 and float64 nodes as one compiled loop: ``kernel``.
+
+Rule: the loop gives every output the bits the node-by-node evaluator
+(``program.Evaluator.run``) gives it. Each node is the same operation rounded
+once to the node's dtype: ``+ - * /``, Recip, Sqrt, Neg and Abs are IEEE
+operations in the node's type (one rounding, no contraction into fused
+multiply-adds, no fast-math flags); a Cast between float32 and float64 is
+the C conversion NumPy's ``astype`` makes; Fma of float64 is LLVM's fused
+multiply-add, as ``kindbase``'s loop; Exp, Tanh and Erf of float32 and Erf of
+float64 call the very functions of ``simdmath`` its loops call. A node whose
+kind has no compiled twin with the same bits (Exp and Tanh of float64,
+NumPy's SIMD ufuncs; the other transcendentals, Pow, Atan2; Maximum,
+Minimum, Fma of float32, the rounding kinds, comparisons, Where, Coord,
+every other dtype) leaves its program to the node-by-node evaluator.
+
+Why: node by node, each node is one pass over a box in cache, and the float32
+path of Exp and Tanh converts its operand and result; the loop keeps every
+value in registers, one read of each operand and one write of each output per
+element (``x·sigmoid(x)`` of float32: four passes become one).
+
+Compiling a loop takes a fraction of a second per program (Numba, once per
+program and process): ``program.map_into`` uses it for loops of
+``program.FUSE_MIN`` elements or more, where that is small beside the work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, final
+
+import numpy as np
+import numpy.typing as npt
+
+from nxkernel_core.prog import Binary, Convert, In, Op1, Op2, Op3, Prog, Ternary, Unary
+
+__all__ = ["Fused", "plan"]
+
+Arr = npt.NDArray[Any]
+
+#: Each float32 or float64 operation's source, ``{0}``, ``{1}``, ``{2}`` its
+#: arguments' names. Neg and Abs change the sign bit alone, as NumPy's.
+_UNARY: Final[dict[Unary, str]] = {
+    Unary.NEG: "-{0}", Unary.ABS: "abs({0})", Unary.SQRT: "np.sqrt({0})",
+}
+_BINARY: Final[dict[Binary, str]] = {
+    Binary.ADD: "{0} + {1}", Binary.SUB: "{0} - {1}", Binary.MUL: "{0} * {1}",
+    Binary.FDIV: "{0} / {1}",
+}
+#: The transcendentals with a compiled twin per dtype: ``simdmath``'s
+#: function, computed in float64 and rounded once.
+_TWIN: Final[dict[tuple[Unary, str], str]] = {
+    (Unary.EXP, "float32"): "_exp32", (Unary.TANH, "float32"): "_tanh32",
+    (Unary.ERF, "float32"): "_erf32", (Unary.ERF, "float64"): "_erf",
+}
+_FLOATS: Final = ("float32", "float64")
+_NP: Final = {"float32": "np.float32", "float64": "np.float64"}
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """A program's loop: ``run(inputs, targets)`` over 1-D C-contiguous arrays
+    of one length (the operands' host types, the outputs' dtypes)."""
+
+    source: str
+    kernel: Callable[..., None]
+    consts32: Arr
+    consts64: Arr
+    in_dtypes: tuple[np.dtype[Any] | None, ...]
+
+    def run(self, inputs: Sequence[Arr], targets: Sequence[Arr]) -> None:
+        """Every output at every element, written into ``targets``."""
+        self.kernel(*inputs, *targets, self.consts32, self.consts64)
+
+
+def _source(prog: Prog, consts: Sequence[Any]) -> tuple[str, list[Any], list[Any]] | None:
+    """The loop's source and its float32 and float64 constants, or None where a
+    live node has no compiled twin (see the module's doc). ``consts[i]`` is
+    node ``i``'s value where it is of constants alone (signalling NaNs quiet,
+    as the evaluator reads them)."""
+    n = len(prog.nodes)
+    live = [False] * n
+    for o in prog.outs:
+        live[o] = True
+    for i in range(n - 1, -1, -1):
+        node = prog.nodes[i]
+        if live[i] and consts[i] is None:
+            for a in _args(node):
+                live[a] = True
+    c32: list[Any] = []
+    c64: list[Any] = []
+    head: list[str] = []
+    body: list[str] = []
+    name: dict[int, str] = {}
+    number: dict[int, bool] = {}
+    for i, node in enumerate(prog.nodes):
+        if not live[i]:
+            continue
+        dt = prog.dtype(i).name
+        if dt not in _FLOATS:
+            return None
+        if consts[i] is not None:
+            pool = c32 if dt == "float32" else c64
+            head.append(f"    k{i} = c{dt[-2:]}[{len(pool)}]")
+            pool.append(consts[i])
+            number[i] = not np.isnan(consts[i])
+            name[i] = f"k{i}"
+            continue
+        if isinstance(node, In):
+            body.append(f"        v{i} = a{node.index}[j]")
+            name[i] = f"v{i}"
+            continue
+        expr = _expr(prog, i, node, name, number)
+        if expr is None:
+            return None
+        if expr in name.values():  # Copy, or a Cast into the same dtype: the same value
+            name[i] = expr
+            continue
+        body.append(f"        v{i} = {expr}")
+        name[i] = f"v{i}"
+    ins = ", ".join(f"a{k}" for k in range(prog.n_ins))
+    outs = ", ".join(f"o{k}" for k in range(len(prog.outs)))
+    stores = [f"        o{k}[j] = {name[o]}" for k, o in enumerate(prog.outs)]
+    lines = [f"def kernel({ins}{', ' if ins else ''}{outs}, c32, c64):",
+             "    _wide_vectors()", *head, "    for j in range(o0.size):", *body, *stores]
+    return "\n".join(lines) + "\n", c32, c64
+
+
+def _args(node: Any) -> tuple[int, ...]:
+    if isinstance(node, Op1):
+        return (node.x,)
+    if isinstance(node, Op2):
+        return (node.x, node.y)
+    if isinstance(node, Op3):
+        return (node.c, node.x, node.y)
+    return ()
+
+
+def _expr(prog: Prog, i: int, node: Any, name: dict[int, str], number: dict[int, bool]
+          ) -> str | None:
+    """Node ``i``'s value as an expression of its arguments' names, or None;
+    ``number[a]`` says whether node ``a``, a constant, is no NaN (absent: no
+    constant)."""
+    dt = prog.dtype(i).name
+    if any(prog.dtype(a).name not in _FLOATS for a in _args(node)):
+        return None
+    if isinstance(node, Op1):
+        x = name[node.x]
+        src = prog.dtype(node.x).name
+        if node.kind is Convert.COPY or (node.kind is Convert.CAST and src == dt):
+            return x
+        if node.kind is Convert.CAST:
+            return f"{_NP[dt]}({x})"
+        if node.kind is Unary.RECIP:
+            return f"{_NP[dt]}(1.0) / {x}"
+        if node.kind in _UNARY:
+            return _UNARY[node.kind].format(x)
+        twin = _TWIN.get((node.kind, dt)) if isinstance(node.kind, Unary) else None
+        if twin is None:
+            return None
+        return f"{_NP[dt]}({twin}(np.float64({x})))"
+    if isinstance(node, Op2):
+        if node.kind not in _BINARY:
+            return None
+        x, y = name[node.x], name[node.y]
+        expr = _BINARY[node.kind].format(x, y)
+        # Which NaN a NaN result is, as NumPy's loops choose it: a NaN
+        # constant's where one is the first operand, or the second of a
+        # commutative kind (NumPy swaps those to put its scalar first); else
+        # the first operand's where it is a NaN, then the second's. LLVM may
+        # swap a commutative operation's operands, so the rule is written out
+        # (v + v is v's NaN, quieted).
+        if number.get(node.x) is False:
+            return f"{x} + {x}"
+        if number.get(node.y) is False and node.kind in (Binary.ADD, Binary.MUL):
+            return f"{y} + {y}"
+        if x == y or number.get(node.x) or number.get(node.y):
+            return expr
+        return f"({x} + {x} if {x} != {x} else {expr})"
+    if isinstance(node, Op3) and node.kind is Ternary.FMA and dt == "float64":
+        return f"fma({name[node.c]}, {name[node.x]}, {name[node.y]})"
+    return None
+
+
+def plan(prog: Prog, consts: Sequence[Any]) -> Fused | None:
+    """``prog``'s loop, compiled now, or None where it has a node without a
+    compiled twin or no output (``consts`` as for ``_source``)."""
+    made = _source(prog, consts) if prog.outs else None
+    if made is None:
+        return None
+    source, c32, c64 = made
+    from numba import njit
+
+    from . import simdmath
+    scope: dict[str, Any] = {
+        "np": np, "fma": simdmath.fma, "_wide_vectors": simdmath._wide_vectors,
+        **{f: getattr(simdmath, f) for f in set(_TWIN.values())}}
+    exec(compile(source, f"<nxkernel fused {hash(prog):x}>", "exec"), scope)
+    # error_model="numpy": a division by zero is IEEE's, not an exception.
+    kernel = njit(nogil=True, error_model="numpy")(scope["kernel"])
+    in_dtypes = tuple(
+        next((prog.dtype(i).numpy_dtype for i, nd in enumerate(prog.nodes)
+              if isinstance(nd, In) and nd.index == k), None) for k in range(prog.n_ins))
+    return Fused(source, kernel, _pack(c32, np.float32), _pack(c64, np.float64), in_dtypes)
+
+
+def _pack(values: list[Any], dtype: type[np.floating[Any]]) -> Arr:
+    """0-d constants as one 1-D array, their bits kept."""
+    if not values:
+        return np.zeros(1, dtype=dtype)
+    return np.concatenate([np.asarray(v, dtype=dtype).reshape(1) for v in values])
+
