@@ -1,7 +1,8 @@
 """The host's float and complex node kinds (see ``kinds``): exact kinds by
 NumPy's ufuncs in the compute type, transcendentals in float64 rounded
 once (by NumPy's ufuncs; Erf, and the float32 path of Exp, Tanh and Erf, by
-``simdmath``'s vectorised loops), complex kinds as the reference fixes them.
+``simdmath``'s vectorised loops) but Exp and Tanh of float32, computed in
+float32 arithmetic by ``simdmath``, complex kinds as the reference fixes them.
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ _TRANSCENDENTAL: Final[dict[Unary, Callable[..., Arr]]] = {
 #: float64 ufuncs over float32 operands; NumPy has no erf).
 _SIMD32: Final[dict[Unary, Callable[..., Arr]]] = {
     Unary.EXP: simdmath.exp32, Unary.TANH: simdmath.tanh32, Unary.ERF: simdmath.erf32,
+}
+#: The kinds computed in float32 arithmetic at float32 (within an ulp of the
+#: correctly rounded value, 16 lanes on AVX-512); the narrow floats keep the
+#: float32 path's float64 value, rounded once into their format.
+_FLOAT32: Final[dict[Unary, Callable[..., Arr]]] = {
+    Unary.EXP: simdmath.expf, Unary.TANH: simdmath.tanhf,
 }
 _EXACT_UNARY: Final[dict[Unary, np.ufunc]] = {
     Unary.SQRT: np.sqrt, Unary.RECIP: np.reciprocal, Unary.FLOOR: np.floor,
@@ -113,7 +120,8 @@ def _unary_float(kind: Unary, dt: Dtype) -> Impl:
     if kind in _SIMD32 and dt is not D.float64:
         f = _SIMD32[kind]
         if dt is D.float32:
-            return lambda out, x: f(x, out=out)
+            g = _FLOAT32.get(kind, f)
+            return lambda out, x: g(x, out=out)
         # The narrow floats: the float32 path's float64 value, rounded once.
         return lambda out, x: _store(dt, f(_wide(x), out=np.empty(np.shape(x), _F64)), out)
     if kind in TRANSCENDENTAL:

@@ -7,7 +7,7 @@ operations in the node's type (one rounding, no contraction into fused
 multiply-adds, no fast-math flags); a Cast between float32 and float64 is
 the C conversion NumPy's ``astype`` makes; Fma of float64 is LLVM's fused
 multiply-add, as ``kindbase``'s loop; Exp, Tanh and Erf of float32 and Erf of
-float64 call the very functions of ``simdmath`` its loops call. A node whose
+float64 call the very functions of ``simdmath`` the node kinds' loops call. A node whose
 kind has no compiled twin with the same bits (Exp and Tanh of float64,
 NumPy's SIMD ufuncs; the other transcendentals, Pow, Atan2; Maximum,
 Minimum, Fma of float32, the rounding kinds, comparisons, Where, Coord,
@@ -50,9 +50,10 @@ _BINARY: Final[dict[Binary, str]] = {
 #: The transcendentals with a compiled twin per dtype: ``simdmath``'s
 #: function, computed in float64 and rounded once.
 _TWIN: Final[dict[tuple[Unary, str], str]] = {
-    (Unary.EXP, "float32"): "_exp32", (Unary.TANH, "float32"): "_tanh32",
     (Unary.ERF, "float32"): "_erf32", (Unary.ERF, "float64"): "_erf",
 }
+#: Those computed in float32 arithmetic (``simdmath.expf``, ``tanhf``).
+_TWIN32: Final[dict[Unary, str]] = {Unary.EXP: "_expf", Unary.TANH: "_tanhf"}
 _FLOATS: Final = ("float32", "float64")
 _NP: Final = {"float32": "np.float32", "float64": "np.float64"}
 
@@ -156,6 +157,8 @@ def _expr(prog: Prog, i: int, node: Any, name: dict[int, str], number: dict[int,
             return f"{_NP[dt]}(1.0) / {x}"
         if node.kind in _UNARY:
             return _UNARY[node.kind].format(x)
+        if dt == "float32" and node.kind in _TWIN32:
+            return f"{_TWIN32[node.kind]}({x})"  # type: ignore[index]
         twin = _TWIN.get((node.kind, dt)) if isinstance(node.kind, Unary) else None
         if twin is None:
             return None
@@ -195,7 +198,7 @@ def plan(prog: Prog, consts: Sequence[Any]) -> Fused | None:
     from . import simdmath
     scope: dict[str, Any] = {
         "np": np, "fma": simdmath.fma, "_wide_vectors": simdmath._wide_vectors,
-        **{f: getattr(simdmath, f) for f in set(_TWIN.values())}}
+        **{f: getattr(simdmath, f) for f in {*_TWIN.values(), *_TWIN32.values()}}}
     exec(compile(source, f"<nxkernel fused {hash(prog):x}>", "exec"), scope)
     # error_model="numpy": a division by zero is IEEE's, not an exception.
     kernel = njit(nogil=True, error_model="numpy")(scope["kernel"])

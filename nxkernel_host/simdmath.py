@@ -61,7 +61,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["BOUNDS", "erf", "erf32", "exp32", "fma", "tanh32"]
+__all__ = ["BOUNDS", "erf", "erf32", "exp32", "expf", "fma", "tanh32", "tanhf"]
 
 Arr = npt.NDArray[Any]
 
@@ -318,6 +318,101 @@ def _erf32(x: float) -> float:  # pragma: no cover - compiled
     return float(np.copysign(large if a >= 1.0 else small, x))
 
 
+# --------------------------------------------------------------------------
+# Exp and Tanh of float32 in float32 arithmetic (16 lanes on AVX-512)
+# --------------------------------------------------------------------------
+
+_F32: Final = np.float32
+#: 1/ln2 and ln2 = LN2F_HI + LN2F_LO, LN2F_HI of 16 bits (k·LN2F_HI exact
+#: for |k| < 2^8); 1.5·2^23, whose addition rounds a float32 below 2^22 to an
+#: integer, and its bits.
+_INVLN2F: Final = _F32(1.4426950408889634)
+_LN2F_HI: Final = _F32(0.693145751953125)
+_LN2F_LO: Final = _F32(1.4286068203094172e-06)
+_SHIFTF: Final = _F32(12582912.0)
+_SHIFTF_BITS: Final = np.int32(0x4B400000)
+_BIASF: Final = np.int32(127)
+_W23: Final = np.int32(23)
+#: e^r − 1 = r + r²·E(r) for |r| <= ln2/2: E's coefficients, r^0 first (a
+#: minimax fit in float64, relative error 2^-32 of e^r − 1, rounded to float32).
+(_E0, _E1, _E2, _E3, _E4, _E5) = (
+    _F32(0.5), _F32(0.1666666567325592), _F32(0.041666362434625626),
+    _F32(0.008333389647305012), _F32(0.0013940627686679363), _F32(0.00019845877250190824))
+#: tanh(a) = a + a·u·T(u), u = a² <= 0.5625: T's coefficients, u^0 first (a
+#: minimax fit, relative error 2^-29 of tanh a, rounded to float32).
+(_T0, _T1, _T2, _T3, _T4, _T5) = (
+    _F32(-0.33333316), _F32(0.13332695), _F32(-0.053892724), _F32(0.02145203),
+    _F32(-0.007657248), _F32(0.0017369315))
+#: Below it Tanh is T's polynomial, from it 1 − 2/(e^(2|x|) + 1).
+_TANH_CUT: Final = _F32(0.75)
+
+
+@njit(inline="always")
+def _expm1f_parts(c: np.float32) -> tuple[np.int32, np.float32]:  # pragma: no cover - compiled
+    """``(k, m)`` with e^c = 2^k·(1 + m), k = round(c/ln2), m = e^r − 1 for
+    r = c − k·ln2 (two-part ln2), for float32 |c| <= 110; a NaN c makes m a
+    NaN (k is read from bits, never converted)."""
+    t = fma(c, _INVLN2F, _SHIFTF)
+    k = np.int32(_F32(t).view(np.int32)) - _SHIFTF_BITS
+    kf = t - _SHIFTF
+    r = fma(-kf, _LN2F_LO, fma(-kf, _LN2F_HI, c))
+    r2 = r * r
+    e = fma(r2, fma(r2, fma(r, _E5, _E4), fma(r, _E3, _E2)), fma(r, _E1, _E0))
+    return k, fma(r2, e, r)
+
+
+@njit(inline="always")
+def _pow2f(k: np.int32) -> np.float32:  # pragma: no cover - compiled
+    """2^k for -126 <= k <= 127, from its exponent bits."""
+    return np.int32((k + _BIASF) << _W23).view(np.float32)
+
+
+@njit(inline="always")
+def _expf(x: np.float32) -> np.float32:  # pragma: no cover - compiled
+    """e^x of a float32, in float32: 2^k·(1 + m) as fl(s1 + s1·m)·s2, 2^k =
+    s1·s2 split so both are normal (the last product rounds once more only
+    into a subnormal or past the largest float32); x clamped to [-104, 89]
+    (e^89 overflows float32, e^-104 underflows it; a NaN passes)."""
+    c = _F32(89.0) if x > _F32(89.0) else x
+    c = _F32(-104.0) if c < _F32(-104.0) else c
+    k, m = _expm1f_parts(c)
+    k1 = k >> np.int32(1)
+    s1 = _pow2f(k - k1)
+    return fma(s1, m, s1) * _pow2f(k1)
+
+
+@njit(inline="always")
+def _tanhf(x: np.float32) -> np.float32:  # pragma: no cover - compiled
+    """tanh x of a float32, in float32: |x| below 0.75, |x| + |x|·u·T(u);
+    from it, 1 − 2/(2^k·(1 + m) + 1) with e^(2|x|) = 2^k·(1 + m), |x|
+    clamped to 9.5 (tanh rounds to 1 beyond 9.02); x's sign copied."""
+    a = abs(x)
+    u = a * a
+    u2 = u * u
+    t = fma(u2, fma(u2, fma(u, _T5, _T4), fma(u, _T3, _T2)), fma(u, _T1, _T0))
+    small = fma(a * u, t, a)
+    b = _F32(9.5) if a > _F32(9.5) else a
+    k, m = _expm1f_parts(b + b)
+    s = _pow2f(k)
+    large = _F32(1.0) - _F32(2.0) / fma(s, m, s + _F32(1.0))
+    # A NaN takes ``large``, a NaN.
+    return _F32(np.copysign(small if a < _TANH_CUT else large, x))
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _expf_loop(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
+    _wide_vectors()
+    for i in range(out.size):
+        out[i] = _expf(x[i])
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _tanhf_loop(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
+    _wide_vectors()
+    for i in range(out.size):
+        out[i] = _tanhf(x[i])
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def _erf_loop(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
     _wide_vectors()
@@ -346,7 +441,9 @@ def _erf32_loop(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
         out[i] = _erf32(np.float64(x[i]))
 
 
-def _over_array(loop: Any, dtype: type[np.floating[Any]], name: str) -> Callable[..., Arr]:
+def _over_array(loop: Any, dtype: type[np.floating[Any]], name: str,
+                how: str = "computed in float64 and rounded once into out's type"
+                ) -> Callable[..., Arr]:
     def f(x: Arr, out: Arr | None = None) -> Arr:
         xs = np.ascontiguousarray(x, dtype=dtype)
         res = out if out is not None and out.flags.c_contiguous else np.empty(xs.shape, dtype)
@@ -358,13 +455,18 @@ def _over_array(loop: Any, dtype: type[np.floating[Any]], name: str) -> Callable
 
     f.__name__ = name
     f.__doc__ = (f"{name} of each element of ``x`` (as {dtype.__name__}) into ``out`` (float32 or "
-                 f"float64, x's shape; default a fresh {dtype.__name__} array), computed in "
-                 f"float64 and rounded once into out's type (see the module's doc).")
+                 f"float64, x's shape; default a fresh {dtype.__name__} array), {how} (see the "
+                 f"module's doc).")
     return f
 
 
 #: ``f(x, out=None)``: the float32 path of each kind, and Erf of float64.
 exp32: Final = _over_array(_exp32_loop, np.float32, "exp32")
+#: ``f(x, out=None)``: Exp and Tanh of float32 computed in float32 (``out``
+#: float32).
+_IN_FLOAT32: Final = "computed in float32 arithmetic"
+expf: Final = _over_array(_expf_loop, np.float32, "expf", _IN_FLOAT32)
+tanhf: Final = _over_array(_tanhf_loop, np.float32, "tanhf", _IN_FLOAT32)
 tanh32: Final = _over_array(_tanh32_loop, np.float32, "tanh32")
 erf32: Final = _over_array(_erf32_loop, np.float32, "erf32")
 erf: Final = _over_array(_erf_loop, np.float64, "erf")
