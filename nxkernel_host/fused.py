@@ -158,7 +158,7 @@ def _expr(prog: Prog, i: int, node: Any, name: dict[int, str], number: dict[int,
         if node.kind in _UNARY:
             return _UNARY[node.kind].format(x)
         if dt == "float32" and node.kind in _TWIN32:
-            return f"{_TWIN32[node.kind]}({x})"  # type: ignore[index]
+            return f"{_TWIN32[node.kind]}({x})"
         twin = _TWIN.get((node.kind, dt)) if isinstance(node.kind, Unary) else None
         if twin is None:
             return None

@@ -135,6 +135,8 @@ def _fma_intrinsic(typingctx: Any, a: Any, b: Any, c: Any) -> Any:
 
 #: ``_fma_intrinsic`` as compiled code calls it, typed for the checker.
 fma: Final = cast("Callable[[float, float, float], float]", _fma_intrinsic)
+#: The same of float32 operands.
+_fmaf: Final = cast("Callable[[np.float32, np.float32, np.float32], np.float32]", _fma_intrinsic)
 
 
 @intrinsic
@@ -352,13 +354,13 @@ def _expm1f_parts(c: np.float32) -> tuple[np.int32, np.float32]:  # pragma: no c
     """``(k, m)`` with e^c = 2^k·(1 + m), k = round(c/ln2), m = e^r − 1 for
     r = c − k·ln2 (two-part ln2), for float32 |c| <= 110; a NaN c makes m a
     NaN (k is read from bits, never converted)."""
-    t = fma(c, _INVLN2F, _SHIFTF)
+    t = _fmaf(c, _INVLN2F, _SHIFTF)
     k = np.int32(_F32(t).view(np.int32)) - _SHIFTF_BITS
     kf = t - _SHIFTF
-    r = fma(-kf, _LN2F_LO, fma(-kf, _LN2F_HI, c))
+    r = _fmaf(-kf, _LN2F_LO, _fmaf(-kf, _LN2F_HI, c))
     r2 = r * r
-    e = fma(r2, fma(r2, fma(r, _E5, _E4), fma(r, _E3, _E2)), fma(r, _E1, _E0))
-    return k, fma(r2, e, r)
+    e = _fmaf(r2, _fmaf(r2, _fmaf(r, _E5, _E4), _fmaf(r, _E3, _E2)), _fmaf(r, _E1, _E0))
+    return k, _fmaf(r2, e, r)
 
 
 @njit(inline="always")
@@ -378,7 +380,7 @@ def _expf(x: np.float32) -> np.float32:  # pragma: no cover - compiled
     k, m = _expm1f_parts(c)
     k1 = k >> np.int32(1)
     s1 = _pow2f(k - k1)
-    return fma(s1, m, s1) * _pow2f(k1)
+    return _fmaf(s1, m, s1) * _pow2f(k1)
 
 
 @njit(inline="always")
@@ -389,12 +391,12 @@ def _tanhf(x: np.float32) -> np.float32:  # pragma: no cover - compiled
     a = abs(x)
     u = a * a
     u2 = u * u
-    t = fma(u2, fma(u2, fma(u, _T5, _T4), fma(u, _T3, _T2)), fma(u, _T1, _T0))
-    small = fma(a * u, t, a)
+    t = _fmaf(u2, _fmaf(u2, _fmaf(u, _T5, _T4), _fmaf(u, _T3, _T2)), _fmaf(u, _T1, _T0))
+    small = _fmaf(a * u, t, a)
     b = _F32(9.5) if a > _F32(9.5) else a
     k, m = _expm1f_parts(b + b)
     s = _pow2f(k)
-    large = _F32(1.0) - _F32(2.0) / fma(s, m, s + _F32(1.0))
+    large = _F32(1.0) - _F32(2.0) / _fmaf(s, m, s + _F32(1.0))
     # A NaN takes ``large``, a NaN.
     return _F32(np.copysign(small if a < _TANH_CUT else large, x))
 
