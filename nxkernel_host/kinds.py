@@ -22,7 +22,8 @@ are tested against bit for bit:
 - Transcendentals, Pow and Atan2 compute in float64 by NumPy's SIMD ufuncs
   (Erf, and the float32 path of Exp, Tanh and Erf, by ``simdmath``'s
   vectorised loops; Sin, Cos and Tan of |x| >= 2^20 by the Payne–Hanek
-  reduction of ``trig``) and round once into their dtype;
+  reduction of ``trig``) and round once into their dtype, but Exp and Tanh
+  of float32, computed in float32 arithmetic (``simdmath.expf``, ``tanhf``);
   ``ULPS`` states their bounds, within upstream §3's table. C99 Annex F's
   special values hold exactly, and where Annex F fixes a result it wins over
   the NaN rule: pow(x, ±0) = pow(1, y) = 1, a NaN operand included.
@@ -79,9 +80,11 @@ __all__ = ["ULPS", "Impl", "const_value", "fma_float", "fma_int", "op1", "op2", 
 #: SIMD float64, measured within 1.2 ulps of the exact value over millions of
 #: arguments, and ``simdmath``'s Erf (within 1 ulp of the exactly rounded
 #: value); float32 rounds once a float64 value far within a float32 ulp of the
-#: exact one (NumPy's float64, or ``simdmath``'s float32 path of Exp, Tanh and
-#: Erf, to about 2^-35), so it lies within an ulp, and the narrower floats,
-#: which round the same value once into their format, within an ulp of theirs.
+#: exact one (NumPy's float64, or ``simdmath``'s float32 path of Erf, to about
+#: 2^-35), so it lies within an ulp, Exp and Tanh of float32 (in float32
+#: arithmetic) are within an ulp of the correctly rounded value, and the
+#: narrower floats, which round the float64 value of the float32 path once into
+#: their format, within an ulp of theirs.
 _INEXACT: Final = (*(k.name.lower() for k in sorted(TRANSCENDENTAL, key=lambda k: k.value)),
                    "pow", "atan2")
 ULPS: Final[Mapping[str, Mapping[str, int]]] = {
