@@ -1,0 +1,123 @@
+"""``nxkernel_host.fused``: a program as one compiled loop gives the bits of the
+node-by-node evaluator, for every node kind it accepts, at float32 and
+float64, on 1 to 3 threads; programs with another kind are left to the
+evaluator. Two programs are compiled in all (about a second each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from nxkernel_core import dtype as D
+from nxkernel_core.prog import Binary, Prog, Unary
+from nxkernel_host import program, threads
+from tests.host.test_map import rng_for, values
+
+Arr = npt.NDArray[Any]
+
+#: Three boxes of the compiled loop, the last short, and the evaluator's own.
+N = 2 * 65536 + 37
+_SNAN32 = b"\x01\x00\xa0\x7f"
+_SNAN64 = b"\x01\x00\x00\x00\x00\x00\xf4\x7f"
+
+
+def _program(dt: D.Dtype) -> Prog:
+    """Every kind the loop accepts at ``dt``, each an output over the operands
+    ``x, y`` of ``dt`` and ``z`` of the other float; constants (a signalling
+    NaN among them), a cast each way and two-NaN operations included."""
+    other = D.float64 if dt is D.float32 else D.float32
+    b = Prog.build([dt, dt, other])
+    x, y, z = b.ins
+    outs = [-x, b.abs(x), b.sqrt(x), b.recip(x), x + y, x - y, x * y, x / y, b.erf(x)]
+    if dt is D.float32:
+        outs += [b.exp(x), b.tanh(y), b.cast(z, dt), x / (b.exp(-x) + 1.0)]
+    else:
+        snan = b.const_bits(dt, _SNAN64)
+        outs += [b.cast(z, dt) * 0.5, b.fma(x, y, x + 0.5), x, x + snan]
+    return b.finish(*outs)
+
+
+@pytest.fixture
+def loops() -> Iterator[None]:
+    """``program.FUSE_MIN`` put back after the test (the evaluators, and their
+    compiled loops, stay cached: the second test reuses the first's)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(program, "FUSE_MIN", program.FUSE_MIN)
+        yield
+
+
+def _map(p: Prog, xs: list[Arr], fused: bool, n_threads: int) -> list[Arr]:
+    program.FUSE_MIN = 0 if fused else 1 << 62  # type: ignore[misc]
+    ev = program.compile(p)
+    outs = [np.empty(xs[0].shape, p.dtype(o).numpy_dtype) for o in p.outs]
+    with threads(n_threads):
+        program.map_into(ev, xs, xs[0].shape, outs, False)
+    return outs
+
+
+@pytest.mark.usefixtures("loops")
+@pytest.mark.parametrize("dt", [D.float32, D.float64], ids=lambda d: d.name)
+def test_the_loop_has_the_evaluators_bits(dt: D.Dtype) -> None:
+    """Every output's bits equal the node-by-node evaluator's where no operand
+    is a NaN; where one is, the NaNs are at the same places (which NaN an
+    operation of two NaNs gives, NumPy's loops choose by the element's place
+    in them, and the contract leaves to the library)."""
+    p = _program(dt)
+    assert program.compile(p).fused() is not None
+    rng = rng_for("fused", dt.name)
+    other = D.float64 if dt is D.float32 else D.float32
+    xs = [values(dt, N, rng), values(dt, N, rng), values(other, N, rng)]
+    xs[1][::5] = xs[0][::5]
+    plain = ~(np.isnan(xs[0]) | np.isnan(xs[1]) | np.isnan(xs[2]))
+    assert plain.sum() > N // 2
+    want = _map(p, xs, False, 1)
+    for t in (1, 2, 3):
+        got = _map(p, xs, True, t)
+        for k, (w, g) in enumerate(zip(want, got, strict=True)):
+            u = f"u{w.itemsize}"
+            assert np.array_equal(np.isnan(w), np.isnan(g)), (k, t)
+            same = w.view(u) == g.view(u)
+            assert (same | np.isnan(w)).all(), (k, t, np.flatnonzero(~same)[:4])
+            assert same[plain].all(), (k, t)
+
+
+@pytest.mark.usefixtures("loops")
+def test_an_operand_as_its_destination() -> None:
+    """A target that is its operand is read before it is written, element by
+    element: the loop's bits in place equal the evaluator's."""
+    p = _program(D.float32)
+    rng = rng_for("fused alias")
+    xs = [values(D.float32, N, rng), values(D.float32, N, rng), values(D.float64, N, rng)]
+    want = _map(p, xs, False, 2)
+    program.FUSE_MIN = 0  # type: ignore[misc]
+    ev = program.compile(p)
+    targets = [xs[0] if k == 0 else np.empty(N, p.dtype(o).numpy_dtype)
+               for k, o in enumerate(p.outs)]
+    with threads(2):
+        program.map_into(ev, xs, (N,), targets, True)
+    assert targets[0] is xs[0]
+    for w, g in zip(want, targets, strict=True):
+        assert np.array_equal(np.isnan(w), np.isnan(g))
+        assert ((w.view(np.uint32) == g.view(np.uint32)) | np.isnan(w)).all()
+
+
+def _lone(dt: D.Dtype, kind: Unary | Binary) -> Prog:
+    return Prog.unary(kind, dt) if isinstance(kind, Unary) else Prog.binary(kind, dt)
+
+
+@pytest.mark.parametrize(("dt", "kind"), [
+    (D.float64, Unary.EXP), (D.float64, Unary.TANH), (D.float32, Unary.LOG),
+    (D.float32, Binary.MAXIMUM), (D.float32, Unary.ROUND), (D.float16, Binary.ADD),
+    (D.int32, Binary.ADD), (D.float32, Binary.POW)], ids=str)
+def test_kinds_without_a_twin_stay_with_the_evaluator(dt: D.Dtype, kind: Unary | Binary) -> None:
+    """A program with a node the loop has no twin for is not compiled."""
+    assert program.Evaluator(_lone(dt, kind)).fused() is None
+    b = Prog.build([D.float32])
+    (x,) = b.ins
+    coord = b.finish(x * b.cast(b.coord(0), D.float32))
+    assert program.Evaluator(coord).fused() is None
