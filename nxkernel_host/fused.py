@@ -18,9 +18,10 @@ path of Exp and Tanh converts its operand and result; the loop keeps every
 value in registers, one read of each operand and one write of each output per
 element (``x·sigmoid(x)`` of float32: four passes become one).
 
-Compiling a loop takes a fraction of a second per program (Numba, once per
-program and process): ``program.map_into`` uses it for loops of
-``program.FUSE_MIN`` elements or more, where that is small beside the work.
+Compiling a loop takes most of a second per program (Numba, once per program
+and process): ``program.map_into`` uses it for loops of ``program.FUSE_MIN``
+elements or more once the program has run ``program.FUSE_WORK`` elements in
+them, where that is small beside the work.
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ __all__ = [
     "CHUNK_BYTES",
     "ERRSTATE",
     "FUSE_MIN",
+    "FUSE_WORK",
     "PARALLEL_MIN",
     "ULPS",
     "Evaluator",
@@ -77,8 +78,12 @@ CHUNK_BYTES: Final = 1 << 18
 PARALLEL_MIN: Final = 1 << 18
 
 #: The fewest elements a loop runs as its program's one compiled loop
-#: (``fused``): compiling one takes a fraction of a second, once per program.
+#: (``fused``), once the program has run ``FUSE_WORK`` elements in such
+#: loops: compiling one takes most of a second, once per program and process,
+#: so a program is compiled only where it is worked hard (a program run once
+#: over a few million elements is not).
 FUSE_MIN: Final = 1 << 18
+FUSE_WORK: Final = 1 << 24
 
 #: Elements per box of a compiled loop: it needs no temporaries, so a box is
 #: as large as keeps both threads busy to the end.
@@ -175,7 +180,7 @@ class Evaluator:
     """
 
     __slots__ = ("_consts", "_coords", "_fused", "_in_rooted", "_ins", "_steps", "box", "first",
-                 "prog", "single")
+                 "prog", "single", "work")
 
     def __init__(self, prog: Prog) -> None:
         self.prog: Final = prog
@@ -260,6 +265,9 @@ class Evaluator:
         #: operands it reads, else None. ``box_into`` then calls it straight.
         self.single: Final = self._single(prog)
         self._fused: F.Fused | object | None = _UNKNOWN
+        #: Elements run in loops of ``FUSE_MIN`` or more (counted without a
+        #: lock: a lost count only delays the compiled loop).
+        self.work = 0
 
     def fused(self) -> F.Fused | None:
         """The program as one compiled loop (``fused``), made on first use, or
@@ -583,8 +591,10 @@ def map_into(ev: Evaluator, inputs: Sequence[Arr], shape: Sequence[int],
     size = math.prod(shp)
     if size == 0:
         return
-    if size >= FUSE_MIN and _fused_into(ev, inputs, shp, targets, alias):
-        return
+    if size >= FUSE_MIN:
+        ev.work += size
+        if ev.work >= FUSE_WORK and _fused_into(ev, inputs, shp, targets, alias):
+            return
     if size <= ev.box:
         # One box, the whole loop, on the calling thread: no boxes to hand out.
         with quiet():

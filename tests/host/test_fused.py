@@ -44,10 +44,12 @@ def _program(dt: D.Dtype) -> Prog:
 
 @pytest.fixture
 def loops() -> Iterator[None]:
-    """``program.FUSE_MIN`` put back after the test (the evaluators, and their
-    compiled loops, stay cached: the second test reuses the first's)."""
+    """Every loop of ``program.FUSE_MIN`` elements or more compiled (no
+    ``FUSE_WORK`` to run first); both put back after the test (the evaluators,
+    and their compiled loops, stay cached: a test reuses another's)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(program, "FUSE_MIN", program.FUSE_MIN)
+        mp.setattr(program, "FUSE_WORK", 0)
         yield
 
 
