@@ -6,6 +6,7 @@ evaluator. Two programs are compiled in all (about a second each).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -69,14 +70,32 @@ def test_the_loop_has_the_evaluators_bits(dt: D.Dtype) -> None:
     is a NaN; where one is, the NaNs are at the same places (which NaN an
     operation of two NaNs gives, NumPy's loops choose by the element's place
     in them, and the contract leaves to the library)."""
+    _agree(dt, N, 0)
+
+
+#: ``NXKERNEL_SWEEP=1`` runs the long sweep (a minute or more; CI does not).
+_SWEEP = os.environ.get("NXKERNEL_SWEEP", "") == "1"
+
+
+@pytest.mark.skipif(not _SWEEP, reason="a sweep of minutes: set NXKERNEL_SWEEP=1")
+@pytest.mark.usefixtures("loops")
+@pytest.mark.parametrize("n", [1, 7, 16, 17, 100, 1000, 65536 + 3, 300001])
+@pytest.mark.parametrize("dt", [D.float32, D.float64], ids=lambda d: d.name)
+def test_the_loop_has_the_evaluators_bits_swept(dt: D.Dtype, n: int) -> None:
+    """As ``test_the_loop_has_the_evaluators_bits``, at many lengths and seeds."""
+    for seed in range(1, 9):
+        _agree(dt, n, seed)
+
+
+def _agree(dt: D.Dtype, n: int, seed: int) -> None:
     p = _program(dt)
     assert program.compile(p).fused() is not None
-    rng = rng_for("fused", dt.name)
+    rng = rng_for("fused", dt.name, n, seed)
     other = D.float64 if dt is D.float32 else D.float32
-    xs = [values(dt, N, rng), values(dt, N, rng), values(other, N, rng)]
+    xs = [values(dt, n, rng), values(dt, n, rng), values(other, n, rng)]
     xs[1][::5] = xs[0][::5]
     plain = ~(np.isnan(xs[0]) | np.isnan(xs[1]) | np.isnan(xs[2]))
-    assert plain.sum() > N // 2
+    assert n < 100 or plain.sum() > n // 2
     want = _map(p, xs, False, 1)
     for t in (1, 2, 3):
         got = _map(p, xs, True, t)

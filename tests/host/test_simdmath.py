@@ -6,6 +6,7 @@ values exactly; each element's bits a function of its argument alone.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -127,3 +128,34 @@ def test_bits_depend_on_the_argument_alone(kind: str, dtype: str) -> None:
     _KERNEL[kind, dtype](x[::-1], out=wide)
     with np.errstate(over="ignore"):
         assert wide[::-1].astype(dtype).tobytes() == whole.tobytes()
+
+
+#: ``NXKERNEL_SWEEP=1`` runs the long sweeps (minutes; CI does not).
+_SWEEP = os.environ.get("NXKERNEL_SWEEP", "") == "1"
+
+
+@pytest.mark.skipif(not _SWEEP, reason="a sweep of minutes: set NXKERNEL_SWEEP=1")
+@pytest.mark.parametrize(("kind", "lo", "hi", "stride"),
+                         [("expf", -104.0, 89.0, 5), ("tanhf", -10.0, 10.0, 3)])
+def test_float32_kinds_swept(kind: str, lo: float, hi: float, stride: int) -> None:
+    """Every ``stride``-th float32 of [lo, hi] (every one beyond rounds to a
+    limit the special values cover) within 1 ulp of the correctly rounded
+    value: NumPy's float64 rounded, and mpmath's where the two differ by more."""
+    f = _KERNEL[kind, "float32"]
+    base = _BASE[kind]
+    ref = np.exp if base == "exp" else np.tanh
+    ranges = [(0, int(np.float32(hi).view(np.uint32))),
+              (0x80000000, 0x80000000 + int(np.float32(-lo).view(np.uint32)))]
+    step = stride << 22
+    for a, b in ranges:
+        for start in range(a, b, step):
+            bits = np.arange(start, min(start + step, b), stride, dtype=np.uint64)
+            x = bits.astype(np.uint32).view(np.float32)
+            with np.errstate(all="ignore"):
+                got = f(x)
+                near = ref(x.astype(np.float64)).astype(np.float32)
+            d = R.ulps(near, got, D.float32)
+            for i in np.flatnonzero(d > 1):
+                exact = float(_EXACT[base](_CTX.mpf(float(x[i]))))
+                want = D.of_float(D.float32, np.array([exact]))
+                assert R.ulps(want, got[i:i + 1], D.float32).max() <= 1, (kind, x[i], got[i])
