@@ -87,7 +87,10 @@ def _source() -> Path:
 @contextlib.contextmanager
 def _without_settings() -> Iterator[None]:
     """``SETTINGS`` out of the process's environment (C's, which OpenBLAS
-    reads), each put back as it was on leaving."""
+    reads), each put back as it was on leaving. OpenBLAS has no call that
+    changes its core type once loaded, so the load is the one place to keep
+    the environment's choice from it; another thread reading these variables
+    during the load (once per instance, milliseconds) would miss them."""
     saved = {name: os.environ.pop(name) for name in SETTINGS if name in os.environ}
     try:
         yield
