@@ -307,26 +307,35 @@ def _stacked(plan: _Plan) -> int:
     return g if fits and plan.band_all is not None and plan.ev_logit is None else 1
 
 
-def _units(plan: _Plan) -> list[_Unit]:
-    """Every (lead index, first head, heads, r0, r1, visibility, cost) in
-    order; the cost estimates the pairs the unit reads. A row tile's
-    visibility is found once per length and shared by the heads (tiled over
-    them where several heads are one row tile)."""
+def _visibility(plan: _Plan, heads: int) -> list[tuple[tuple[int, ...], list[_Rows]]]:
+    """Per lead index (in order), the visibility of each of its row tiles,
+    ``heads`` heads stacked as rows; found once per length and row tile and
+    shared by the heads and the lead indices of that length."""
     step = plan.tiling.rows
-    heads = _stacked(plan)
     found: dict[tuple[int, int], _Rows] = {}
-    out: list[_Unit] = []
+    out = []
     for b in np.ndindex(*plan.lead):
         kmax = plan.kmax(b)
+        tiles = []
         for r0 in range(0, plan.tq, step):
             if (kmax, r0) not in found:
                 found[kmax, r0] = _tiled(_rows(plan, r0, min(plan.tq, r0 + step), kmax), heads)
-        for h in range(0, plan.hq, heads):
-            for r0 in range(0, plan.tq, step):
-                r1 = min(plan.tq, r0 + step)
-                rows = found[kmax, r0]
-                cost = heads * (r1 - r0) * (max(0, rows.jhi - rows.jlo) + 16)
-                out.append((b, h, heads, r0, r1, rows, cost))
+            tiles.append(found[kmax, r0])
+        out.append((b, tiles))
+    return out
+
+
+def _units(plan: _Plan, heads: int, b: tuple[int, ...], tiles: Sequence[_Rows]) -> list[_Unit]:
+    """The row tiles of lead index b, rows ``tiles`` (``_visibility``): every
+    (lead index, first head, heads, r0, r1, visibility, cost) in order; the
+    cost estimates the pairs the unit reads."""
+    step = plan.tiling.rows
+    out: list[_Unit] = []
+    for h in range(0, plan.hq, heads):
+        for r0, rows in zip(range(0, plan.tq, step), tiles, strict=True):
+            r1 = min(plan.tq, r0 + step)
+            cost = heads * (r1 - r0) * (max(0, rows.jhi - rows.jlo) + 16)
+            out.append((b, h, heads, r0, r1, rows, cost))
     return out
 
 
@@ -360,33 +369,42 @@ def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array])
     packed = views.target(o_dst)
     o_target = np.empty(o_dst.shape, o_dst.dtype.numpy_dtype) if packed is None else packed
     plan = _plan(spec, dsts, operands, o_target)
-    units = _units(plan)
+    heads = _stacked(plan)
+    vis = _visibility(plan, heads)
+    # The row tiles the compiled path takes (attnunits) as one table, built on
+    # the calling thread; the others one by one.
+    fast = attnunits.chunked(plan)
+    if fast is None:
+        table = np.zeros((0, attnunits.FIELDS), np.int64)
+        units = [u for b, tiles in vis for u in _units(plan, heads, b, tiles)]
+    else:
+        table, units = fast.table(vis, heads, lambda b, tiles: _units(plan, heads, b, tiles))
+    lo, hi = (None, None) if fast is None else fast.intervals()
     pairs = math.prod((*plan.lead, plan.hq, plan.tq, max(plan.tk, 1)))
     parts = pool.count() if pairs >= MIN_PARALLEL_PAIRS else 1
+    # Each thread a share of the table and of the other units, by cost.
+    cuts = attnunits.spread(table, parts)
     ranges = _balanced([u[6] for u in units], parts)
-    # The row tiles the compiled path takes (attnunits), listed here on the
-    # calling thread; None for those that run one by one.
-    fast = attnunits.chunked(plan)
-    fields = [None] * len(units) if fast is None else [fast.fields(u) for u in units]
-    lo, hi = (None, None) if fast is None else fast.intervals()
+    ranges += [(len(units), len(units))] * (len(cuts) - len(ranges))
+    cuts += [(len(table), len(table))] * (len(ranges) - len(cuts))
 
-    def job(a: int, z: int) -> Callable[[], None]:
+    def job(p: int) -> Callable[[], None]:
+        (ta, tz), (a, z) = cuts[p], ranges[p]
+
         def run() -> None:
-            slow = [i for i in range(a, z) if fields[i] is None]
+            slow = units[a:z]
             with np.errstate(all="ignore"):
-                if fast is not None and lo is not None and hi is not None and len(slow) < z - a:
-                    listed = [i for i in range(a, z) if fields[i] is not None]
-                    redo = fast.run(np.array([fields[i] for i in listed], np.int64), lo, hi)
-                    slow += [listed[j] for j in np.flatnonzero(redo)]
+                if fast is not None and lo is not None and hi is not None and tz > ta:
+                    redo = fast.run(table[ta:tz], lo, hi)
+                    slow += fast.units_of(table[ta:tz][redo != 0], vis)
                 if not slow:
                     return
                 sc = _Scratch(plan)
-                for i in slow:
-                    b, h, heads, r0, r1, rows, _ = units[i]
-                    _unit(plan, sc, b, h, heads, r0, r1, rows)
+                for b, h, hs, r0, r1, rows, _ in slow:
+                    _unit(plan, sc, b, h, hs, r0, r1, rows)
         return run
 
-    pool.parallel([job(a, z) for a, z in ranges] or [lambda: None])
+    pool.parallel([job(p) for p in range(len(cuts))] or [lambda: None])
     if packed is None:
         views.store(o_dst, o_target)
 

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -40,7 +41,7 @@ from numba import njit
 from . import blas
 from .attnplan import KEYS, ROWS, _Plan, _Rows
 
-__all__ = ["Chunked", "chunked"]
+__all__ = ["CHUNK", "FIELDS", "Chunked", "chunked", "spread"]
 
 Arr = npt.NDArray[Any]
 
@@ -55,7 +56,7 @@ CHUNK: Final = ROWS * KEYS
 #: hi_min), offset of its rows' intervals, q's transposition flag and
 #: leading dimension, offset of its tile of outputs, offset of its rows'
 #: statistics.
-_FIELDS: Final = 14
+FIELDS: Final = 14
 
 
 # --------------------------------------------------------------------------
@@ -312,7 +313,6 @@ class Chunked:
         self.plan = plan
         self.q4, self.k4, self.v4, self.o4, self.lse3 = q4, k4, v4, o4, lse3
         self.gemm = _gemm(plan.acc)
-        self.flat_index = {b: i for i, b in enumerate(np.ndindex(*plan.lead))}
         self._qt: dict[tuple[int, int, int], tuple[int, int]] = {}
         self._rows: dict[int, int] = {}
         self._lo: list[Arr] = []
@@ -347,12 +347,12 @@ class Chunked:
             self._at += rows.lo.shape[0]
         return at
 
-    def fields(self, unit: Unit) -> list[int] | None:
-        """A row tile's fields (``_FIELDS``, offsets into the chunk left 0),
-        or None where the per-tile path runs it."""
-        b, h, heads, r0, r1, rows, _ = unit
-        r = r1 - r0
-        rr = heads * r
+    def fields(self, flat: int, heads: int, r0: int, r1: int, rows: _Rows) -> list[int] | None:
+        """The fields (``FIELDS``; first head 0, offsets into the chunk 0) of
+        the row tiles of lead index ``flat`` (C order), ``heads`` heads, rows
+        ``[r0, r1)`` and visibility ``rows``, or None where the per-tile path
+        runs them."""
+        rr = heads * (r1 - r0)
         keys = KEYS * max(1, ROWS // rr)
         if (rows.multi is not None or rows.general or rows.jlo >= rows.jhi
                 or rows.jhi - rows.jlo > keys):
@@ -360,8 +360,46 @@ class Chunked:
         flag, ld = self._q_operand(heads, r0, r1)
         if flag == 0:
             return None
-        return [self.flat_index[b], h, heads, r0, r, rows.jlo, rows.jhi, rows.lo_max,
-                rows.hi_min, self._rows_at(rows), flag, ld, 0, 0]
+        return [flat, 0, heads, r0, r1 - r0, rows.jlo, rows.jhi, rows.lo_max, rows.hi_min,
+                self._rows_at(rows), flag, ld, 0, 0]
+
+    def table(self, vis: Sequence[tuple[tuple[int, ...], list[_Rows]]], heads: int,
+              units: Callable[[tuple[int, ...], list[_Rows]], list[Unit]]
+              ) -> tuple[Arr, list[Unit]]:
+        """The fields of every row tile this path takes, one row each, and the
+        others as ``units(b, tiles)`` lists them (``attention``'s units), from
+        each lead index's row tiles' visibility ``vis``: a lead index whose
+        row tiles all fit gives one block, its rows for every first head."""
+        plan = self.plan
+        step = plan.tiling.rows
+        first = np.arange(0, plan.hq, heads, dtype=np.int64)
+        blocks: list[Arr] = []
+        others: list[Unit] = []
+        if not first.shape[0]:
+            return np.zeros((0, FIELDS), np.int64), others  # no head: nothing to compute
+        for flat, (b, tiles) in enumerate(vis):
+            rows = [self.fields(flat, heads, r0, min(plan.tq, r0 + step), t)
+                    for r0, t in zip(range(0, plan.tq, step), tiles, strict=True)]
+            if any(f is None for f in rows):
+                others += units(b, tiles)
+                continue
+            if not rows:
+                continue  # no row: nothing to compute
+            block = np.tile(np.array(rows, np.int64), (first.shape[0], 1))
+            block[:, 1] = np.repeat(first, len(rows))
+            blocks.append(block)
+        table = np.concatenate(blocks) if blocks else np.zeros((0, FIELDS), np.int64)
+        return table, others
+
+    def units_of(self, table: Arr, vis: Sequence[tuple[tuple[int, ...], list[_Rows]]]
+                 ) -> list[Unit]:
+        """The row tiles of these rows of the table as ``attention``'s units."""
+        step = self.plan.tiling.rows
+        out: list[Unit] = []
+        for flat, h, heads, r0, r in table[:, :5].tolist():
+            b, tiles = vis[flat]
+            out.append((b, h, heads, r0, r0 + r, tiles[r0 // step], 0))
+        return out
 
     def intervals(self) -> tuple[Arr, Arr]:
         """Every listed visibility's ``lo`` and ``hi``, concatenated."""
@@ -407,6 +445,17 @@ class Chunked:
                     obuf, lbuf, zero, flags)
             start = stop
         return redo
+
+
+def spread(table: Arr, parts: int) -> list[tuple[int, int]]:
+    """Contiguous ranges of the table's rows of nearly equal cost (the pairs
+    a row tile reads), at most ``parts``, none empty."""
+    if table.shape[0] == 0:
+        return []
+    cost = np.cumsum(table[:, 2] * table[:, 4] * (table[:, 6] - table[:, 5] + 16))
+    bounds = np.searchsorted(cost, cost[-1] * np.arange(1, parts) / parts, side="right")
+    edges = [0, *sorted({int(x) for x in bounds if 0 < x < table.shape[0]}), table.shape[0]]
+    return list(itertools.pairwise(edges))
 
 
 @functools.cache
