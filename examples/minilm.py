@@ -39,6 +39,7 @@ import math
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -426,21 +427,63 @@ def embed_tokens(ids: Arr, types: Arr, lengths: Arr, device: str = "host") -> Ar
     return result
 
 
+def _workers(device: str, batches: int) -> int:
+    """How many batches ``embed`` computes at once: on the host, one per
+    thread the host library may use (``nxkernel_host.threads``), each batch's
+    kernels then on one thread; elsewhere, or with ``phases()`` timing on
+    (its laps are one sequence), one."""
+    if device != "host" or batches < 2 or _laps is not None:
+        return 1
+    from nxkernel_host import pool
+
+    return min(pool.count(), batches)
+
+
+@functools.cache
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """The threads that embed batches side by side, started once."""
+    return ThreadPoolExecutor(workers, thread_name_prefix="minilm")
+
+
 def embed(sentences: Sequence[str], device: str = "host", batch: int = BATCH) -> Arr:
     """The model's normalised sentence embeddings, ``[len(sentences), 384]``
     float32 in input order, computed by nxkernel kernels on ``device``: the
     sentences sorted by token count (longest first) and embedded ``batch`` at a
     time, each batch padded to its longest, so that little is computed for
-    padding (as sentence-transformers batches)."""
+    padding (as sentence-transformers batches). On the host's n threads, n
+    batches at a time, each batch's kernels on one thread: a batch's calls
+    are small (a few dozen tokens), so a thread of its own keeps them busy
+    with less waiting than two threads splitting every call, and the host's
+    results do not depend on its thread count (the same embeddings)."""
     if not sentences:
         return np.zeros((0, HIDDEN), dtype=np.float32)
     ids, types, lengths = tokenize(sentences)
     order = np.argsort(-lengths, kind="stable")
     out = np.empty((len(sentences), HIDDEN), dtype=np.float32)
-    for start in range(0, len(order), batch):
-        pick = order[start:start + batch]
+    picks = [order[start:start + batch] for start in range(0, len(order), batch)]
+
+    def one(pick: Arr) -> None:
         t = int(lengths[pick].max())
         out[pick] = embed_tokens(ids[pick, :t], types[pick, :t], lengths[pick], device)
+
+    workers = _workers(device, len(picks))
+    if workers == 1:
+        for pick in picks:
+            one(pick)
+        return out
+    import nxkernel_host
+
+    # Longest batches first, each taken by the next free thread: one shared
+    # iterator (next() is one step under the GIL, so each batch runs once).
+    queue = iter(picks)
+
+    def worker() -> None:
+        with nxkernel_host.threads(1):
+            for pick in queue:
+                one(pick)
+
+    for done in [_executor(workers).submit(worker) for _ in range(workers)]:
+        done.result()
     return out
 
 
