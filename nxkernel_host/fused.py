@@ -62,22 +62,26 @@ _NP: Final = {"float32": "np.float32", "float64": "np.float64"}
 @final
 @dataclass(frozen=True, slots=True)
 class Fused:
-    """A program's loop: ``run(inputs, targets)`` over 1-D C-contiguous arrays
-    of one length (the operands' host types, the outputs' dtypes)."""
+    """A program's loop: ``run(reads, targets)`` over 1-D C-contiguous arrays
+    of one length, one per operand the program reads (of its ``in_dtypes``,
+    in order) and one per output (of its dtype)."""
 
     source: str
     kernel: Callable[..., None]
     consts32: Arr
     consts64: Arr
+    #: Each operand's host type where the program reads it, else None.
     in_dtypes: tuple[np.dtype[Any] | None, ...]
 
-    def run(self, inputs: Sequence[Arr], targets: Sequence[Arr]) -> None:
+    def run(self, reads: Sequence[Arr], targets: Sequence[Arr]) -> None:
         """Every output at every element, written into ``targets``."""
-        self.kernel(*inputs, *targets, self.consts32, self.consts64)
+        self.kernel(*reads, *targets, self.consts32, self.consts64)
 
 
-def _source(prog: Prog, consts: Sequence[Any]) -> tuple[str, list[Any], list[Any]] | None:
-    """The loop's source and its float32 and float64 constants, or None where a
+def _source(prog: Prog, consts: Sequence[Any]
+            ) -> tuple[str, list[Any], list[Any], list[int]] | None:
+    """The loop's source, its float32 and float64 constants and the operands it
+    reads (the loop's first arguments, in order), or None where a
     live node has no compiled twin (see the module's doc). ``consts[i]`` is
     node ``i``'s value where it is of constants alone (signalling NaNs quiet,
     as the evaluator reads them)."""
@@ -121,12 +125,13 @@ def _source(prog: Prog, consts: Sequence[Any]) -> tuple[str, list[Any], list[Any
             continue
         body.append(f"        v{i} = {expr}")
         name[i] = f"v{i}"
-    ins = ", ".join(f"a{k}" for k in range(prog.n_ins))
+    read = sorted({nd.index for i, nd in enumerate(prog.nodes) if live[i] and isinstance(nd, In)})
+    ins = ", ".join(f"a{k}" for k in read)
     outs = ", ".join(f"o{k}" for k in range(len(prog.outs)))
     stores = [f"        o{k}[j] = {name[o]}" for k, o in enumerate(prog.outs)]
     lines = [f"def kernel({ins}{', ' if ins else ''}{outs}, c32, c64):",
              "    _wide_vectors()", *head, "    for j in range(o0.size):", *body, *stores]
-    return "\n".join(lines) + "\n", c32, c64
+    return "\n".join(lines) + "\n", c32, c64, read
 
 
 def _args(node: Any) -> tuple[int, ...]:
@@ -193,7 +198,7 @@ def plan(prog: Prog, consts: Sequence[Any]) -> Fused | None:
     made = _source(prog, consts) if prog.outs else None
     if made is None:
         return None
-    source, c32, c64 = made
+    source, c32, c64, read = made
     from numba import njit
 
     from . import simdmath
@@ -203,10 +208,14 @@ def plan(prog: Prog, consts: Sequence[Any]) -> Fused | None:
     exec(compile(source, f"<nxkernel fused {hash(prog):x}>", "exec"), scope)
     # error_model="numpy": a division by zero is IEEE's, not an exception.
     kernel = njit(nogil=True, error_model="numpy")(scope["kernel"])
-    in_dtypes = tuple(
-        next((prog.dtype(i).numpy_dtype for i, nd in enumerate(prog.nodes)
-              if isinstance(nd, In) and nd.index == k), None) for k in range(prog.n_ins))
-    return Fused(source, kernel, _pack(c32, np.float32), _pack(c64, np.float64), in_dtypes)
+    fused = Fused(source, kernel, _pack(c32, np.float32), _pack(c64, np.float64),
+                  tuple(prog.ins[k].numpy_dtype if k in read else None
+                        for k in range(prog.n_ins)))
+    # Compiled here, for the one signature every call has (1-D C-contiguous
+    # float32 and float64 arrays), not in a pool thread during a map.
+    fused.run([np.zeros(1, prog.ins[k].numpy_dtype) for k in read],
+              [np.zeros(1, prog.dtype(o).numpy_dtype) for o in prog.outs])
+    return fused
 
 
 def _pack(values: list[Any], dtype: type[np.floating[Any]]) -> Arr:

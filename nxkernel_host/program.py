@@ -620,22 +620,24 @@ def map_into(ev: Evaluator, inputs: Sequence[Arr], shape: Sequence[int],
 def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
                 targets: Sequence[Arr], alias: bool) -> bool:
     """``map_into`` by the program's compiled loop, where it has one and every
-    input and target is C-contiguous of ``shape`` and of its host type, and a
-    target that shares memory with an input is that input (each element is
-    read before it is written); False, having written nothing, otherwise."""
+    input it reads and every target is C-contiguous of ``shape`` and of its
+    host type, and a target that shares memory with an input it reads is that
+    input (each element is read before it is written); False, having written
+    nothing, otherwise."""
     fz = ev.fused()
     if fz is None:
         return False
+    reads = [a for a, dt in zip(inputs, fz.in_dtypes, strict=True) if dt is not None]
     for a, dt in zip(inputs, fz.in_dtypes, strict=True):
-        if a.shape != shape or not a.flags.c_contiguous or (dt is not None and a.dtype != dt):
+        if dt is not None and (a.shape != shape or not a.flags.c_contiguous or a.dtype != dt):
             return False
     for t, o in zip(targets, ev.prog.outs, strict=True):
         if (t.shape != shape or not t.flags.c_contiguous
                 or t.dtype != ev.prog.dtype(o).numpy_dtype):
             return False
-        if alias and any(np.may_share_memory(t, a) and not _same(t, a) for a in inputs):
+        if alias and any(np.may_share_memory(t, a) and not _same(t, a) for a in reads):
             return False
-    ins = [a.reshape(-1) for a in inputs]
+    ins = [a.reshape(-1) for a in reads]
     outs = [t.reshape(-1) for t in targets]
     size = outs[0].size
     work = _Boxes([(slice(a, min(a + _FUSED_BOX, size)),) for a in range(0, size, _FUSED_BOX)])
