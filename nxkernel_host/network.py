@@ -96,6 +96,20 @@ def _wide_for_intrinsic(typingctx: Any, op: Any) -> Any:
 _wide_for: Final = cast("Callable[[int], None]", _wide_for_intrinsic)
 
 
+@intrinsic
+def _like_intrinsic(typingctx: Any, like: Any, x: Any) -> Any:
+    """``x`` converted to the type of ``like``."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return context.cast(builder, args[1], signature.args[1], signature.args[0])
+
+    return like(like, x), codegen
+
+
+#: ``_like_intrinsic`` as compiled code calls it, typed for the checker.
+_like: Final = cast("Callable[[float, float], float]", _like_intrinsic)
+
+
 @njit(inline="always")
 def _combine(kind: int, x: Arr, i: int, y: Arr, j: int, z: Arr, k: int) -> None:  # pragma: no cover
     """``z[:, k] = x[:, i] ⊕ y[:, j]``, the earlier state ``x``'s; ``z`` may be
@@ -237,7 +251,10 @@ def _op(op: int, a: Any, b: Any) -> Any:  # pragma: no cover - compiled
     if op == MUL:
         return a * b
     if op == LSE:
-        return lse2(a, b)
+        # Logsumexp states are float64: the cast only keeps every branch
+        # of a float32 Sum or Prod in float32 (a float64 branch would widen
+        # them all, and change their roundings).
+        return _like(a, lse2(a, b))
     return a + b
 
 
