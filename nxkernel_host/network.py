@@ -443,7 +443,9 @@ def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1
     """``out`` = the network's results over chunk ``c`` of row ``r`` of the rows
     of ``m`` states ``a`` (both flat), for flat ``r·nc + c`` in [j0, j1), NaN
     results the positive quiet NaN; ``t[r, :c]`` holds the tree values of the
-    row's chunks before the range's first."""
+    row's chunks before the range's first. ``out`` may be narrower than ``a``
+    (float32 results of float64 states): each result rounds once as it is
+    stored."""
     _wide_for(op)
     lev = np.empty(chunk, a.dtype)
     res = np.empty(chunk, a.dtype)
@@ -485,7 +487,10 @@ def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1
             _results(op, b, r2, lev, res, sizes_l, offs, p, has_p, above)
             _descend4(op, r2, s, o, p, has_p)
         else:
-            _results(op, s, o, lev, res, sizes_l, offs, p, has_p, above)
+            # Into float64 first where ``o`` is a float32 destination.
+            r3 = res2[:mm]
+            _results(op, s, r3, lev, res, sizes_l, offs, p, has_p, above)
+            o[:] = r3
         _canonical(o)
         c += 1
 
@@ -515,7 +520,8 @@ def real_scan(mul: bool, states: Arr, out: Arr, chunk: int = 0) -> None:
 
 def chunk_scan(op: int, states: Arr, out: Arr, chunk: int = 0) -> None:
     """``out`` = the network's scan of ``(rows, m)`` one-component states by
-    ``op`` (ADD, MUL or LSE), in chunks of ``chunk`` states (0: the cache's)."""
+    ``op`` (ADD, MUL or LSE), in chunks of ``chunk`` states (0: the cache's);
+    float32 ``out`` of float64 states holds each result rounded once."""
     rows, m = states.shape
     if rows == 0 or m == 0:
         return
