@@ -11,7 +11,11 @@ process; times are medians. ``ratio`` is the reference's time over ours (above
 Our contractions multiply on the host library's own single-threaded OpenBLAS
 and parallelise themselves (fixed tiles of the output on a thread pool,
 ``nxkernel_host.tiling``), so their bits do not depend on thread counts;
-NumPy's routines use OpenBLAS's own threads.
+NumPy's routines use OpenBLAS's own threads. Those keep spinning on the cores
+for about 0.1 s after each call (2^28 clock cycles), so a call timed right
+after NumPy's would share the cores with them: the contraction rows time each
+call, ours and NumPy's alike, once no other thread of the process runs
+(``timing.quiet``; NumPy's workers then wake for its call, ours for ours).
 
 Each row checks ours against the reference before timing: contractions
 within both sides' largest allowed e(K) = γ(2K + 2) of Σ|a||b| per output;
@@ -56,6 +60,13 @@ def _products(what: str, call: Callable[[], object], dst: Array, want: Callable[
     return check
 
 
+def _settled_row(name: str, size: int, dtype: str, ours: Callable[[], object],
+                 other: Callable[[], object], repeats: int, *, check: Check) -> dict[str, Any]:
+    """A contraction row, each call timed once no thread of either BLAS
+    still spins (``timing.quiet``)."""
+    return _row(name, size, dtype, ours, other, repeats, check=check, settle=True)
+
+
 def _agrees(what: str, call: Callable[[], object], compare: Callable[[], None]) -> Check:
     """A row's check: one call of ours, then ``compare`` (raising
     AssertionError where the sides disagree)."""
@@ -77,18 +88,18 @@ def _contract_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
     xa, xb, dst = Array.from_numpy(a), Array.from_numpy(b), Array.empty(D.float32, (n, n))
     spec = S.Contract((), ((1, 0),), D.float32)
     matmul = lambda: contract(spec, [dst], [xa, xb])  # noqa: E731
-    rows.append(_row("contract matmul", n, "float32", matmul, lambda: a @ b, repeats,
-                     check=_products("bench_linalg: matmul: nxkernel and NumPy", matmul, dst,
-                                     lambda: a @ b, np.abs(a) @ np.abs(b), n)))
+    rows.append(_settled_row("contract matmul", n, "float32", matmul, lambda: a @ b, repeats,
+                             check=_products("bench_linalg: matmul: nxkernel and NumPy", matmul, dst,
+                                             lambda: a @ b, np.abs(a) @ np.abs(b), n)))
 
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     xa64, xb64, dst64 = Array.from_numpy(a64), Array.from_numpy(b64), Array.empty(D.float64, (n, n))
     spec64 = S.Contract((), ((1, 0),), D.float64)
     matmul64 = lambda: contract(spec64, [dst64], [xa64, xb64])  # noqa: E731
-    rows.append(_row("contract matmul", n, "float64", matmul64, lambda: a64 @ b64, repeats,
-                     check=_products("bench_linalg: matmul f64: nxkernel and NumPy", matmul64,
-                                     dst64, lambda: a64 @ b64, np.abs(a64) @ np.abs(b64), n,
-                                     np.float64)))
+    rows.append(_settled_row("contract matmul", n, "float64", matmul64, lambda: a64 @ b64, repeats,
+                             check=_products("bench_linalg: matmul f64: nxkernel and NumPy", matmul64,
+                                             dst64, lambda: a64 @ b64, np.abs(a64) @ np.abs(b64), n,
+                                             np.float64)))
 
     batch, m = (8, 64) if quick else (64, 128)
     ba = rng.standard_normal((batch, m, m)).astype(np.float32)
@@ -97,10 +108,10 @@ def _contract_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
     bdst = Array.empty(D.float32, (batch, m, m))
     bspec = S.Contract(((0, 0),), ((2, 1),), D.float32)
     batched = lambda: contract(bspec, [bdst], [xba, xbb])  # noqa: E731
-    rows.append(_row("contract batched matmul", batch * m, "float32", batched, lambda: ba @ bb,
-                     repeats, check=_products("bench_linalg: batched matmul: nxkernel and NumPy",
-                                              batched, bdst, lambda: ba @ bb,
-                                              np.abs(ba) @ np.abs(bb), m)))
+    rows.append(_settled_row("contract batched matmul", batch * m, "float32", batched, lambda: ba @ bb,
+                             repeats, check=_products("bench_linalg: batched matmul: nxkernel and NumPy",
+                                                      batched, bdst, lambda: ba @ bb,
+                                                      np.abs(ba) @ np.abs(bb), m)))
 
     # MXFP8: e4m3 operands with e8m0 scales per 32 along K.
     k = n
@@ -123,9 +134,9 @@ def _contract_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
     fa = qa.astype(np.float64) * np.exp2(np.repeat(sa.astype(np.float64) - 127, 32, axis=1))
     fb = qb.astype(np.float64) * np.exp2(np.repeat(sb.astype(np.float64) - 127, 32, axis=0))
     mass = np.abs(fa) @ np.abs(fb)
-    rows.append(_row("contract mxfp8 vs dequantise+matmul", n, "float8_e4m3fn", mx, dequantised,
-                     repeats, check=_products("bench_linalg: mxfp8: nxkernel and NumPy", mx, dst,
-                                              dequantised, mass, k)))
+    rows.append(_settled_row("contract mxfp8 vs dequantise+matmul", n, "float8_e4m3fn", mx, dequantised,
+                             repeats, check=_products("bench_linalg: mxfp8: nxkernel and NumPy", mx, dst,
+                                                      dequantised, mass, k)))
 
     # Grouped GEMM: 8 experts, tokens routed by ids.
     tokens, hidden, out, g = (256, 128, 128, 8) if quick else (4096, 512, 512, 8)
@@ -144,10 +155,10 @@ def _contract_rows(quick: bool, repeats: int) -> list[dict[str, Any]]:
         return res
 
     grouped = lambda: contract(gspec, [gdst], gops)  # noqa: E731
-    rows.append(_row("contract grouped (8 segments) vs loop of matmuls", tokens, "float32",
-                     grouped, loop, repeats,
-                     check=_products("bench_linalg: grouped: nxkernel and NumPy", grouped, gdst,
-                                     loop, loop(np.abs(ta), np.abs(tb)).astype(np.float64), hidden)))
+    rows.append(_settled_row("contract grouped (8 segments) vs loop of matmuls", tokens, "float32",
+                             grouped, loop, repeats,
+                             check=_products("bench_linalg: grouped: nxkernel and NumPy", grouped, gdst,
+                                             loop, loop(np.abs(ta), np.abs(tb)).astype(np.float64), hidden)))
     return rows
 
 

@@ -11,7 +11,10 @@ forward hooks on the BERT modules for PyTorch's), and a row per phase gives
 the medians: ``embedding``, ``layer I attention`` (projections, attention,
 output projection, add and norm), ``layer I feed-forward`` (GELU
 feed-forward, add and norm), ``pooling`` and ``other`` (tokenising, padding,
-batching, the rest of each call). ``ratio`` is sentence-transformers' time
+batching, the rest of each call); with its phase timing on, ours embeds one
+batch after another, its kernels on both threads (off, two batches at once,
+each on one thread), so the phase rows' sum exceeds the whole row's time.
+``ratio`` is sentence-transformers' time
 over ours (above 1: ours is faster). Without PyTorch, sentence-transformers
 or the model package the suite is skipped, naming what is missing.
 ``python -m benchmarks.bench_minilm [--quick] [--json PATH]``; ``--quick``

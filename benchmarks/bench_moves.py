@@ -96,11 +96,14 @@ def run(quick: bool) -> list[dict[str, Any]]:
                                  lambda: (take(),))))
 
     # Scatter-add: 1e6 updates into a histogram of 1e5 bins (float32 and
-    # float64), then 1e7 updates into as many elements (random
-    # read-modify-writes in memory) and into 1e5 bins.
+    # float64) and of 1e3 (in the first-level cache), then 1e7 updates into as
+    # many elements (random read-modify-writes in memory), into 1e6 and into
+    # 1e5 bins.
     for n_up, bins, dtype in ((10**6 // scale, 10**5 // scale, np.float32),
                               (10**6 // scale, 10**5 // scale, np.float64),
-                              (m, m, np.float32), (m, 10**5 // scale, np.float32)):
+                              (10**6 // scale, 10**3 // scale, np.float32),
+                              (m, m, np.float32), (m, 10**6 // scale, np.float32),
+                              (m, 10**5 // scale, np.float32)):
         rows.append(_scatter_add_row(lib, n_up, bins, dtype, idx_np, src_np, repeats))
     return rows
 

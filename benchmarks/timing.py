@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -27,7 +29,7 @@ from nxkernel_core import rig
 from nxkernel_core.plugins import discover
 
 __all__ = ["Check", "check_bits", "check_close", "check_within", "cuda_device", "cuda_library",
-           "failed_row", "gamma", "main", "medians", "row", "row_of", "timed_row"]
+           "failed_row", "gamma", "main", "medians", "quiet", "row", "row_of", "timed_row"]
 
 #: A row's check: returns where ours and the peer agree, raises
 #: AssertionError (saying how they differ) where they do not.
@@ -36,22 +38,65 @@ Check = Callable[[], None]
 
 # ---- timing ------------------------------------------------------------------------------------
 
-def medians(ours: Callable[[], object], other: Callable[[], object], repeats: int
-            ) -> tuple[float, float]:
+def medians(ours: Callable[[], object], other: Callable[[], object], repeats: int, *,
+            settle: bool = False) -> tuple[float, float]:
     """Median seconds of each, after one warm-up call each, run alternately so
     both see the same machine load. A device suite's callables synchronise
-    before they return, so the times cover the work and not just its launch."""
+    before they return, so the times cover the work and not just its launch.
+    With ``settle``, each timed call starts once no other thread of the
+    process is running (``quiet``): a threaded BLAS's workers keep spinning
+    on the cores after its call returns, and a call timed right after it
+    would share the cores with them."""
     ours()
     other()
-    a, b = [], []
+    a: list[float] = []
+    b: list[float] = []
     for _ in range(repeats):
-        t = time.perf_counter()
-        ours()
-        a.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        other()
-        b.append(time.perf_counter() - t)
+        for f, times in ((ours, a), (other, b)):
+            if settle:
+                quiet()
+            t = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t)
     return float(np.median(a)), float(np.median(b))
+
+
+def _others_run_ns() -> dict[str, int] | None:
+    """Nanoseconds each other thread of this process has run (Linux's
+    ``/proc/self/task/*/schedstat``), None where that is not readable."""
+    me = str(threading.get_native_id())
+    runs = {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for task in tasks:
+        if task == me:
+            continue
+        try:
+            with open(f"/proc/self/task/{task}/schedstat") as f:
+                runs[task] = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return runs
+
+
+def quiet(window: float = 0.01, most: float = 1.0) -> None:
+    """Return once no other thread of this process ran more than 2% of the
+    last ``window`` seconds, or after ``most`` seconds. OpenBLAS's workers
+    spin for 2^28 clock cycles (~0.1 s) after each call, OpenMP's for a
+    while too; where the threads' run times are not readable, sleep 0.3 s."""
+    before = _others_run_ns()
+    if before is None:
+        time.sleep(0.3)
+        return
+    end = time.perf_counter() + most
+    while time.perf_counter() < end:
+        time.sleep(window)
+        now = _others_run_ns() or {}
+        if all(ns - before.get(task, ns) <= 0.02 * window * 1e9 for task, ns in now.items()):
+            return
+        before = now
 
 
 # ---- rows --------------------------------------------------------------------------------------
@@ -90,10 +135,12 @@ def timed_row(name: str, size: int | str, dtype: str, check: Check,
 
 
 def row(name: str, size: int | str, dtype: str, ours: Callable[[], object],
-        other: Callable[[], object], repeats: int, *, check: Check) -> dict[str, Any]:
-    """One benchmark row: ``check``, then both medians (``medians``) if it
-    passed (``timed_row``)."""
-    return timed_row(name, size, dtype, check, lambda: medians(ours, other, repeats))
+        other: Callable[[], object], repeats: int, *, check: Check, settle: bool = False
+        ) -> dict[str, Any]:
+    """One benchmark row: ``check``, then both medians (``medians``, with
+    ``settle``) if it passed (``timed_row``)."""
+    return timed_row(name, size, dtype, check,
+                     lambda: medians(ours, other, repeats, settle=settle))
 
 
 # ---- checks ------------------------------------------------------------------------------------

@@ -18,8 +18,10 @@ value computed from an activation is a kernel call:
 - ``take`` (gather) for the word, position and token-type embeddings;
 - ``reduce`` Moments then ``map`` for each layer norm (eps 1e-12), the
   residual sum fused into both programs so it is never stored;
-- ``contract`` for the projections (weights ``[out, in]``: ``"bti,oi->bto"``),
-  the bias added by a ``map`` (fused into the next program where one follows);
+- ``contract`` for the projections (weights stored transposed, ``[in, out]``:
+  ``"bti,io->bto"``, the layout the product reads, so no call copies a
+  weight), the bias added by a ``map`` (fused into the next program where one
+  follows);
 - ``attention`` with ``lengths`` for the padded batch (scale 1/√32, no mask);
 - ``map`` with Erf for the exact GELU;
 - ``reduce`` Sum for mean pooling over the valid tokens (the mask a ``map``),
@@ -37,6 +39,7 @@ import math
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -143,15 +146,15 @@ def open_device(name: str) -> Rig:
 class Layer:
     """One encoder layer's weights on the device, in the layouts the kernels read."""
 
-    qkv_w: Array  # [3·384, 384]: query, key and value projections stacked by rows
+    qkv_w: Array  # [384, 3·384]: query, key and value projections side by side, [in, out]
     qkv_b: Array  # [3·384]
-    out_w: Array  # [384, 12, 32]: the attention output projection, its input split by heads
+    out_w: Array  # [12, 32, 384]: the attention output projection, its input split by heads
     out_b: Array
     ln1_g: Array
     ln1_b: Array
-    up_w: Array  # [1536, 384]
+    up_w: Array  # [384, 1536]
     up_b: Array
-    down_w: Array  # [384, 1536]
+    down_w: Array  # [1536, 384]
     down_b: Array
     ln2_g: Array
     ln2_b: Array
@@ -179,13 +182,22 @@ def _read_weights() -> dict[str, Arr]:
 
 @functools.cache
 def weights(device: str = "host") -> Weights:
-    """The weights copied to ``device`` once (NumPy only stacks and reshapes them)."""
+    """The weights copied to ``device`` once (NumPy only stacks, reshapes and
+    transposes them): a projection's ``[out, in]`` as ``[in, out]``, the
+    layout the product reads, so that no call copies a weight (the products,
+    and so their bits, are the same)."""
     dev = open_device(device)
     w = _read_weights()
 
     def put(name: str, shape: Sequence[int] | None = None) -> Array:
         a = w[name] if shape is None else w[name].reshape(shape)
         return nx.asarray(np.ascontiguousarray(a, dtype=np.float32), device=dev)
+
+    def put_t(name: str, shape: Sequence[int] | None = None) -> Array:
+        """Weight ``name`` (``[out, in…]``) with its first axis moved last."""
+        a = w[name] if shape is None else w[name].reshape(shape)
+        return nx.asarray(np.ascontiguousarray(np.moveaxis(a, 0, -1), dtype=np.float32),
+                          device=dev)
 
     layers = []
     for i in range(LAYERS):
@@ -194,12 +206,13 @@ def weights(device: str = "host") -> Weights:
         qkv_w = np.concatenate([w[f"{att}self.{n}.weight"] for n in ("query", "key", "value")])
         qkv_b = np.concatenate([w[f"{att}self.{n}.bias"] for n in ("query", "key", "value")])
         layers.append(Layer(
-            qkv_w=nx.asarray(qkv_w, device=dev), qkv_b=nx.asarray(qkv_b, device=dev),
-            out_w=put(att + "output.dense.weight", (HIDDEN, HEADS, HEAD_DIM)),
+            qkv_w=nx.asarray(np.ascontiguousarray(qkv_w.T), device=dev),
+            qkv_b=nx.asarray(qkv_b, device=dev),
+            out_w=put_t(att + "output.dense.weight", (HIDDEN, HEADS, HEAD_DIM)),
             out_b=put(att + "output.dense.bias"),
             ln1_g=put(att + "output.LayerNorm.weight"), ln1_b=put(att + "output.LayerNorm.bias"),
-            up_w=put(p + "intermediate.dense.weight"), up_b=put(p + "intermediate.dense.bias"),
-            down_w=put(p + "output.dense.weight"), down_b=put(p + "output.dense.bias"),
+            up_w=put_t(p + "intermediate.dense.weight"), up_b=put(p + "intermediate.dense.bias"),
+            down_w=put_t(p + "output.dense.weight"), down_b=put(p + "output.dense.bias"),
             ln2_g=put(p + "output.LayerNorm.weight"), ln2_b=put(p + "output.LayerNorm.bias"),
         ))
     return Weights(
@@ -352,8 +365,8 @@ def _layer_norm(terms: Sequence[Array], gamma: Array, beta: Array) -> Array:
 
 
 def _linear(x: Array, w: Array) -> Array:
-    """``x · wᵀ`` for x ``[n, t, in]`` and w ``[out, in]``: one contraction."""
-    return nx.contract("bti,oi->bto", x, w)
+    """``x · w`` for x ``[n, t, in]`` and w ``[in, out]``: one contraction."""
+    return nx.contract("bti,io->bto", x, w)
 
 
 def _encoder_layer(x: Array, lay: Layer, lengths: Array, index: int) -> Array:
@@ -366,7 +379,7 @@ def _encoder_layer(x: Array, lay: Layer, lengths: Array, index: int) -> Array:
     q, k, v = (heads[:, :, i].view(Permute((0, 2, 1, 3))) for i in range(3))
     o, _ = nx.attention(q, k, v, scale=1.0 / math.sqrt(HEAD_DIM), lengths=lengths)
     # The output projection contracts heads and head dims at once: no transpose is copied.
-    att = nx.contract("bhtd,ohd->bto", o, lay.out_w)
+    att = nx.contract("bhtd,hdo->bto", o, lay.out_w)
     shape = (n, t, HIDDEN)
     h = _layer_norm([att, _tiled(lay.out_b, shape), x], lay.ln1_g, lay.ln1_b)
     _lap(f"layer {index} attention")
@@ -414,21 +427,63 @@ def embed_tokens(ids: Arr, types: Arr, lengths: Arr, device: str = "host") -> Ar
     return result
 
 
+def _workers(device: str, batches: int) -> int:
+    """How many batches ``embed`` computes at once: on the host, one per
+    thread the host library may use (``nxkernel_host.threads``), each batch's
+    kernels then on one thread; elsewhere, or with ``phases()`` timing on
+    (its laps are one sequence), one."""
+    if device != "host" or batches < 2 or _laps is not None:
+        return 1
+    from nxkernel_host import pool
+
+    return min(pool.count(), batches)
+
+
+@functools.cache
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """The threads that embed batches side by side, started once."""
+    return ThreadPoolExecutor(workers, thread_name_prefix="minilm")
+
+
 def embed(sentences: Sequence[str], device: str = "host", batch: int = BATCH) -> Arr:
     """The model's normalised sentence embeddings, ``[len(sentences), 384]``
     float32 in input order, computed by nxkernel kernels on ``device``: the
     sentences sorted by token count (longest first) and embedded ``batch`` at a
     time, each batch padded to its longest, so that little is computed for
-    padding (as sentence-transformers batches)."""
+    padding (as sentence-transformers batches). On the host's n threads, n
+    batches at a time, each batch's kernels on one thread: a batch's calls
+    are small (a few dozen tokens), so a thread of its own keeps them busy
+    with less waiting than two threads splitting every call, and the host's
+    results do not depend on its thread count (the same embeddings)."""
     if not sentences:
         return np.zeros((0, HIDDEN), dtype=np.float32)
     ids, types, lengths = tokenize(sentences)
     order = np.argsort(-lengths, kind="stable")
     out = np.empty((len(sentences), HIDDEN), dtype=np.float32)
-    for start in range(0, len(order), batch):
-        pick = order[start:start + batch]
+    picks = [order[start:start + batch] for start in range(0, len(order), batch)]
+
+    def one(pick: Arr) -> None:
         t = int(lengths[pick].max())
         out[pick] = embed_tokens(ids[pick, :t], types[pick, :t], lengths[pick], device)
+
+    workers = _workers(device, len(picks))
+    if workers == 1:
+        for pick in picks:
+            one(pick)
+        return out
+    import nxkernel_host
+
+    # Longest batches first, each taken by the next free thread: one shared
+    # iterator (next() is one step under the GIL, so each batch runs once).
+    queue = iter(picks)
+
+    def worker() -> None:
+        with nxkernel_host.threads(1):
+            for pick in queue:
+                one(pick)
+
+    for done in [_executor(workers).submit(worker) for _ in range(workers)]:
+        done.result()
     return out
 
 

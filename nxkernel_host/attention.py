@@ -38,6 +38,12 @@ every unit does the same operations whatever thread runs it, and its products
 run on the library's own single-threaded OpenBLAS (``blas.gemm``), so the bits
 do not depend on the thread count.
 
+Row tiles of one key tile, a mask of one key interval per row, dense keys
+and operands in the accumulator's dtype (sentence encoders' many small heads,
+decoding) run in chunks of two compiled calls and one exp each
+(``attnunits``, which also holds the tile kernels): the same operations in
+the same order as one by one, without Python per row tile.
+
 The call's plan (tiling, programs, operands, visibility, heads) is
 ``attnplan``'s; this module runs the row tiles and states the kernel.
 """
@@ -51,89 +57,19 @@ from typing import Any, Final, final
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from nxkernel_core import dtype as D
 from nxkernel_core.array import Array
 from nxkernel_core.spec import Attention
 
-from . import blas, pool, views
+from . import attnunits, blas, pool, views
 from .attnplan import MIN_PARALLEL_PAIRS, _Head, _Plan, _plan, _Rows, _rows
+from .attnunits import _finish, _maxima, _rescale, _shifted, _sums
 from .family import Family
 
 __all__ = ["FAMILY", "attention"]
 
 Arr = npt.NDArray[Any]
-
-
-# --------------------------------------------------------------------------
-# Numba kernels over a tile of outputs, keys by rows ([n, R], C-contiguous)
-# --------------------------------------------------------------------------
-
-
-# Each kernel reads a tile ``st`` of raw outputs, keys by rows ([n, R],
-# C-contiguous), key ``k0 + j`` at row j of it. A pair is visible where
-# ``lo[i] <= key < hi[i]`` and ``keyok[j] != 0``; keys in ``[lo_max, hi_min)``
-# are visible to every row, so they skip the per-row compare (what makes the
-# loops over rows vectorise fully for most keys). The output of a visible
-# pair is ``x = s × st[j, i]`` rounded once (no FMA: Numba does not contract).
-
-
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
-            keyok: Arr, m: Arr) -> None:  # pragma: no cover - compiled
-    """``m[i]``: the maximum of row i's visible outputs x, −∞ for none, a NaN
-    where one is a NaN. Reads the tile, writes nothing to it."""
-    n, r = st.shape
-    for i in range(r):
-        m[i] = ninf
-    for j in range(n):
-        key = k0 + j
-        if keyok[j] == 0:
-            continue
-        if lo_max <= key and key < hi_min:
-            for i in range(r):
-                x = s * st[j, i]
-                mi = m[i]
-                m[i] = x if ((x > mi) | (x != x)) else mi
-        else:
-            for i in range(r):
-                x = s * st[j, i]
-                x = ninf if ((lo[i] > key) | (key >= hi[i])) else x
-                mi = m[i]
-                m[i] = x if ((x > mi) | (x != x)) else mi
-
-
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _shifted(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
-             keyok: Arr, shift: Arr) -> None:  # pragma: no cover - compiled
-    """``st[j, i] = x − shift[i]`` (x as ``_maxima`` reads it, one rounding
-    each), −∞ − shift[i] at hidden pairs."""
-    n, r = st.shape
-    for j in range(n):
-        key = k0 + j
-        if keyok[j] == 0:
-            for i in range(r):
-                st[j, i] = ninf - shift[i]
-        elif lo_max <= key and key < hi_min:
-            for i in range(r):
-                st[j, i] = s * st[j, i] - shift[i]
-        else:
-            for i in range(r):
-                x = s * st[j, i]
-                x = ninf if ((lo[i] > key) | (key >= hi[i])) else x
-                st[j, i] = x - shift[i]
-
-
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _sums(e: Arr, zero: Any, total: Arr) -> None:  # pragma: no cover - compiled
-    """``total[i] = Σ_j e[j, i]``: from +0, adding the keys in their order."""
-    n, r = e.shape
-    for i in range(r):
-        total[i] = zero
-    for j in range(n):
-        for i in range(r):
-            total[i] += e[j, i]
 
 
 # --------------------------------------------------------------------------
@@ -281,51 +217,6 @@ def _weighted(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, w: 
         out[seen] += ww[key - j0, seen][:, None] * extra[None, :]
 
 
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _rescale(big_m: Arr, big_l: Arr, big_o: Arr, m: Arr, total: Arr, part: Arr
-             ) -> None:  # pragma: no cover - compiled
-    """Fold one key tile into a row's running state (float64): maximum
-    ``big_m``, sum ``big_l`` and weighted values ``big_o``, given the tile's
-    maximum-shifted sums ``total`` and products ``part`` (taken against the new
-    maximum ``m``): ``L = L·exp(M − m) + total``, ``O = O·exp(M − m) + part``.
-    A row whose maximum is still −∞ keeps L = 0 and O = 0 (its tile values
-    are NaNs); a NaN maximum makes both NaNs."""
-    r, dv = big_o.shape
-    for i in range(r):
-        mi = np.float64(m[i])
-        if mi == -np.inf:
-            big_l[i] = 0.0
-            for c in range(dv):
-                big_o[i, c] = 0.0
-        else:
-            alpha = np.exp(big_m[i] - mi)  # 0 where the old maximum is −∞
-            big_l[i] = big_l[i] * alpha + np.float64(total[i])
-            for c in range(dv):
-                big_o[i, c] = big_o[i, c] * alpha + np.float64(part[i, c])
-        big_m[i] = mi
-
-
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _finish(m: Arr, total: Arr, acc_o: Arr, o: Arr, lse: Arr) -> None:  # pragma: no cover
-    """Row i's ``lse = m + ln total`` (in float64, rounded once into lse's
-    dtype) and ``o = acc_o / total + 0`` (one division, rounded once into o's
-    dtype; + 0 makes −0 +0, as a sum from +0 gives, and changes nothing
-    else); o = +0 and lse = −∞ where m is −∞ (no visible pair, or only −∞
-    outputs), lse = +∞ where m is +∞. ``acc_o`` may be ``o`` itself."""
-    r, dv = o.shape
-    for i in range(r):
-        mi = np.float64(m[i])
-        if mi == -np.inf:
-            lse[i] = -np.inf
-            for c in range(dv):
-                o[i, c] = 0
-            continue
-        lse[i] = np.inf if mi == np.inf else mi + np.log(np.float64(total[i]))
-        t = total[i]
-        for c in range(dv):
-            o[i, c] = acc_o[i, c] / t + 0
-
-
 def _unit(plan: _Plan, sc: _Scratch, b: tuple[int, ...], h: int, heads: int, r0: int,
           r1: int, rows: _Rows) -> None:
     """o and lse of rows ``[r0, r1)`` of query heads ``[h, h + heads)`` at lead
@@ -416,26 +307,35 @@ def _stacked(plan: _Plan) -> int:
     return g if fits and plan.band_all is not None and plan.ev_logit is None else 1
 
 
-def _units(plan: _Plan) -> list[_Unit]:
-    """Every (lead index, first head, heads, r0, r1, visibility, cost) in
-    order; the cost estimates the pairs the unit reads. A row tile's
-    visibility is found once per length and shared by the heads (tiled over
-    them where several heads are one row tile)."""
+def _visibility(plan: _Plan, heads: int) -> list[tuple[tuple[int, ...], list[_Rows]]]:
+    """Per lead index (in order), the visibility of each of its row tiles,
+    ``heads`` heads stacked as rows; found once per length and row tile and
+    shared by the heads and the lead indices of that length."""
     step = plan.tiling.rows
-    heads = _stacked(plan)
     found: dict[tuple[int, int], _Rows] = {}
-    out: list[_Unit] = []
+    out = []
     for b in np.ndindex(*plan.lead):
         kmax = plan.kmax(b)
+        tiles = []
         for r0 in range(0, plan.tq, step):
             if (kmax, r0) not in found:
                 found[kmax, r0] = _tiled(_rows(plan, r0, min(plan.tq, r0 + step), kmax), heads)
-        for h in range(0, plan.hq, heads):
-            for r0 in range(0, plan.tq, step):
-                r1 = min(plan.tq, r0 + step)
-                rows = found[kmax, r0]
-                cost = heads * (r1 - r0) * (max(0, rows.jhi - rows.jlo) + 16)
-                out.append((b, h, heads, r0, r1, rows, cost))
+            tiles.append(found[kmax, r0])
+        out.append((b, tiles))
+    return out
+
+
+def _units(plan: _Plan, heads: int, b: tuple[int, ...], tiles: Sequence[_Rows]) -> list[_Unit]:
+    """The row tiles of lead index b, rows ``tiles`` (``_visibility``): every
+    (lead index, first head, heads, r0, r1, visibility, cost) in order; the
+    cost estimates the pairs the unit reads."""
+    step = plan.tiling.rows
+    out: list[_Unit] = []
+    for h in range(0, plan.hq, heads):
+        for r0, rows in zip(range(0, plan.tq, step), tiles, strict=True):
+            r1 = min(plan.tq, r0 + step)
+            cost = heads * (r1 - r0) * (max(0, rows.jhi - rows.jlo) + 16)
+            out.append((b, h, heads, r0, r1, rows, cost))
     return out
 
 
@@ -469,20 +369,42 @@ def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array])
     packed = views.target(o_dst)
     o_target = np.empty(o_dst.shape, o_dst.dtype.numpy_dtype) if packed is None else packed
     plan = _plan(spec, dsts, operands, o_target)
-    units = _units(plan)
+    heads = _stacked(plan)
+    vis = _visibility(plan, heads)
+    # The row tiles the compiled path takes (attnunits) as one table, built on
+    # the calling thread; the others one by one.
+    fast = attnunits.chunked(plan)
+    if fast is None:
+        table = np.zeros((0, attnunits.FIELDS), np.int64)
+        units = [u for b, tiles in vis for u in _units(plan, heads, b, tiles)]
+    else:
+        table, units = fast.table(vis, heads, lambda b, tiles: _units(plan, heads, b, tiles))
+    lo, hi = (None, None) if fast is None else fast.intervals()
     pairs = math.prod((*plan.lead, plan.hq, plan.tq, max(plan.tk, 1)))
     parts = pool.count() if pairs >= MIN_PARALLEL_PAIRS else 1
+    # Each thread a share of the table and of the other units, by cost.
+    cuts = attnunits.spread(table, parts)
     ranges = _balanced([u[6] for u in units], parts)
+    ranges += [(len(units), len(units))] * (len(cuts) - len(ranges))
+    cuts += [(len(table), len(table))] * (len(ranges) - len(cuts))
 
-    def job(a: int, z: int) -> Callable[[], None]:
+    def job(p: int) -> Callable[[], None]:
+        (ta, tz), (a, z) = cuts[p], ranges[p]
+
         def run() -> None:
-            sc = _Scratch(plan)
+            slow = units[a:z]
             with np.errstate(all="ignore"):
-                for b, h, heads, r0, r1, rows, _ in units[a:z]:
-                    _unit(plan, sc, b, h, heads, r0, r1, rows)
+                if fast is not None and lo is not None and hi is not None and tz > ta:
+                    redo = fast.run(table[ta:tz], lo, hi)
+                    slow += fast.units_of(table[ta:tz][redo != 0], vis)
+                if not slow:
+                    return
+                sc = _Scratch(plan)
+                for b, h, hs, r0, r1, rows, _ in slow:
+                    _unit(plan, sc, b, h, hs, r0, r1, rows)
         return run
 
-    pool.parallel([job(a, z) for a, z in ranges] or [lambda: None])
+    pool.parallel([job(p) for p in range(len(cuts))] or [lambda: None])
     if packed is None:
         views.store(o_dst, o_target)
 

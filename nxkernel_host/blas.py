@@ -11,10 +11,14 @@ knows (threadpoolctl finds OpenBLAS by file name), sets it to one thread
 once, and makes its parallelism itself, over fixed tiles of the output (a
 function of the extents alone, ``tiling``) on its own threads. Each
 element's order of summation is then a function of the extents and of the
-OpenBLAS core type (``corename()``: chosen by OpenBLAS when the instance
-loads, from the CPU, or the one ``OPENBLAS_CORETYPE`` names where the
-process's environment sets it then, as NumPy's OpenBLAS does), and nothing
-another thread does to any BLAS changes it.
+OpenBLAS core type (``corename()``: the CPU's own, which OpenBLAS chooses
+when the instance loads), and nothing another thread does to any BLAS
+changes it. The environment's OpenBLAS settings that choose kernels or
+block sizes (``OPENBLAS_CORETYPE``, ``OPENBLAS_L2_SIZE``,
+``OPENBLAS_BLOCK_FACTOR``), which NumPy's OpenBLAS obeys, are taken out of
+the environment while an instance loads (the one moment OpenBLAS reads
+them) and put back at once: the instance runs the kernels of the CPU it
+runs on whatever the environment says, so the bits do not depend on it.
 
 The matrix routines (``lapack``), which factor one matrix at a time, run on
 a second private instance kept on ``ROUTINE_THREADS`` threads: OpenBLAS
@@ -33,20 +37,22 @@ package lies and never imports it).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
-import functools
 import importlib.util
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["INT_MAX", "ROUTINE_THREADS", "corename", "gemm", "gemm_one", "gemm_strided", "library"]
+__all__ = ["INT_MAX", "ROUTINE_THREADS", "SETTINGS", "corename", "gemm", "gemm_one", "gemm_strided",
+           "library"]
 
 NDArray = npt.NDArray[Any]
 
@@ -58,6 +64,12 @@ _TRANS: Final = 112
 INT_MAX: Final = 2**31 - 1
 #: The threads of the routines' instance: a constant, so it fixes their bits.
 ROUTINE_THREADS: Final = 2
+#: The environment variables by which OpenBLAS chooses its kernels or block
+#: sizes when it loads; none reaches the library's instances.
+SETTINGS: Final = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_BLOCK_FACTOR")
+
+_loading = threading.Lock()
+_instances: dict[int, ctypes.CDLL] = {}
 
 
 def _source() -> Path:
@@ -72,20 +84,46 @@ def _source() -> Path:
     return found[0]
 
 
-@functools.cache
+@contextlib.contextmanager
+def _without_settings() -> Iterator[None]:
+    """``SETTINGS`` out of the process's environment (C's, which OpenBLAS
+    reads), each put back as it was on leaving. OpenBLAS has no call that
+    changes its core type once loaded, so the load is the one place to keep
+    the environment's choice from it; another thread reading these variables
+    during the load (once per instance, milliseconds) would miss them."""
+    saved = {name: os.environ.pop(name) for name in SETTINGS if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 def library(threads: int = 1) -> ctypes.CDLL:
     """The private OpenBLAS instance of ``threads`` threads (each count its
-    own instance, from its own copy), loaded once and set to that count.
+    own instance, from its own copy), loaded once, without ``SETTINGS``, and
+    set to that count.
 
     Raises:
         ImportError: the ``scipy-openblas32`` wheel is not installed, or the
             instance does not keep the count.
     """
+    lib = _instances.get(threads)
+    if lib is None:
+        with _loading:  # one load per count, and one change of the environment at a time
+            lib = _instances.get(threads)
+            if lib is None:
+                lib = _instances[threads] = _load(threads)
+    return lib
+
+
+def _load(threads: int) -> ctypes.CDLL:
+    """``library(threads)``'s instance, loaded and set up."""
     folder = tempfile.mkdtemp(prefix="nxkernel-blas-")
     try:
         private = Path(folder) / f"libnxkernel_host_blas{threads}.so"
         shutil.copyfile(_source(), private)
-        lib = ctypes.CDLL(str(private), mode=os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0))
+        with _without_settings():
+            lib = ctypes.CDLL(str(private), mode=os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     lib.scipy_openblas_set_num_threads.argtypes = [ctypes.c_int]
@@ -111,8 +149,8 @@ def library(threads: int = 1) -> ctypes.CDLL:
 
 
 def corename() -> str:
-    """The OpenBLAS core type the private instance runs (its kernels, and so
-    its bits, are this CPU family's)."""
+    """The OpenBLAS core type the private instance runs: the CPU's own (its
+    kernels, and so its bits, are this CPU family's)."""
     return str(library().scipy_openblas_get_corename().decode())
 
 

@@ -22,7 +22,8 @@ the program does to its BLAS (``blas``). The parallelism is its own
 rows, then of columns; never K), a function of the extents alone, that the
 library's threads (``pool``) compute, each tile of each batch element by one
 single-threaded product of OpenBLAS's strided batch, so each element's order
-of summation is a function of the extents and the OpenBLAS core type.
+of summation is a function of the extents and the CPU's OpenBLAS core type
+(``blas``: the environment's ``OPENBLAS_CORETYPE`` does not reach it).
 """
 
 from __future__ import annotations
@@ -623,7 +624,8 @@ FAMILY: Final = Family(
                     "rows, then columns, halved "
                     "in whole panels of 64; K never cut), each tile in the order of K that "
                     "OpenBLAS's routine for the tile's extents takes, a function of the extents "
-                    "and the OpenBLAS core type alone (K = 1: one rounded product); complex "
+                    "and the CPU's own OpenBLAS core type alone (the environment's "
+                    "OPENBLAS_CORETYPE ignored; K = 1: one rounded product); complex "
                     "as re = (Σar·br − Σai·bi) and im = (Σar·bi + Σai·br), four real products; "
                     "init added last; a Value scale multiplies each element in the accumulator "
                     "first (one rounding), an Exponent scale exactly. Integers: exact, wrapping "

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Final, TypeVar, cast, final
+from typing import Any, Final, Literal, TypeVar, cast, final
 
 import numba as nb
 import numpy as np
@@ -210,11 +210,12 @@ def _compiled(f: _F) -> _F:
     return cast(_F, nb.njit(cache=True, nogil=True)(f))
 
 
-def _numba_type(a: Any) -> Any:
-    """Numba's type for a loop's argument: any array as one of 'A' layout,
-    read-only where it is; a flag as a boolean; a NumPy scalar as its dtype."""
+def _numba_type(a: Any, layout: Literal["A", "C"] = "A") -> Any:
+    """Numba's type for a loop's argument: an array as one of ``layout`` ('A',
+    any strides, or 'C'), read-only where it is; a flag as a boolean; a NumPy
+    scalar as its dtype."""
     if isinstance(a, np.ndarray):
-        return nb.types.Array(nb.from_dtype(a.dtype), a.ndim, "A", readonly=not a.flags.writeable)
+        return nb.types.Array(nb.from_dtype(a.dtype), a.ndim, layout, readonly=not a.flags.writeable)
     if isinstance(a, bool):
         return nb.types.boolean
     return nb.from_dtype(a.dtype)
@@ -224,21 +225,31 @@ def _numba_type(a: Any) -> Any:
 class _Loop:
     """A loop compiled as ``_compiled`` does, once per signature of ``_numba_type``:
     once per dtype, where Numba's own dispatch would compile again for each
-    contiguity (C, F or neither) of each array."""
+    contiguity (C, F or neither) of each array. A loop made ``contiguous``
+    compiles once more per dtype, for calls whose arrays are all C-contiguous:
+    its element addresses then need no multiplication by a stride."""
 
-    __slots__ = ("_by_signature", "_f")
+    __slots__ = ("_by_signature", "_contiguous", "_f")
 
-    def __init__(self, f: Callable[..., None]) -> None:
+    def __init__(self, f: Callable[..., None], *, contiguous: bool = False) -> None:
         self._f = f
+        self._contiguous = contiguous
         self._by_signature: dict[tuple[Any, ...], Callable[..., None]] = {}
 
     def __call__(self, *args: Any) -> None:
         # Numba's types are slow to build: look up by what decides them.
-        key = tuple((a.dtype, a.ndim, a.flags.writeable) if isinstance(a, np.ndarray) else type(a)
-                    for a in args)
+        layout: Literal["A", "C"] = "C" if self._contiguous and all(
+            a.flags.c_contiguous for a in args if isinstance(a, np.ndarray)) else "A"
+        key = (layout, *((a.dtype, a.ndim, a.flags.writeable) if isinstance(a, np.ndarray)
+                         else type(a) for a in args))
         loop = self._by_signature.get(key)
         if loop is None:
-            signature = nb.types.void(*(_numba_type(a) for a in args))
+            signature = nb.types.void(*(_numba_type(a, layout) for a in args))
             loop = nb.njit(signature, cache=True, nogil=True)(self._f)
             self._by_signature[key] = loop
         loop(*args)
+
+
+def _contiguous_loop(f: Callable[..., None]) -> _Loop:
+    """``f`` as a ``_Loop`` made ``contiguous``."""
+    return _Loop(f, contiguous=True)

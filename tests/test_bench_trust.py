@@ -5,8 +5,10 @@ rows without ``--allow-load``."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -158,9 +160,39 @@ def test_every_host_row_passes_its_check(bench: Any, suite: str, monkeypatch: py
     import importlib
 
     module = importlib.import_module(f"benchmarks.{suite}")
-    monkeypatch.setattr(bench.timing, "medians", lambda ours, other, repeats: (1.0, 1.0))
+    monkeypatch.setattr(bench.timing, "medians", lambda ours, other, repeats, **_: (1.0, 1.0))
     monkeypatch.setattr(bench.machine, "MIN_WINDOW", 0.0)
     if suite == "bench_attention":
         monkeypatch.setattr(module, "_best", lambda fns, repeats, clock: [1.0] * len(fns))
     rows = module.run(True)
     assert rows and [r["name"] for r in rows if r["failed"]] == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="threads' run times are Linux's")
+def test_quiet_returns_once_the_other_threads_stop(bench: Any) -> None:
+    """``timing.quiet`` returns only after a busy thread of the process has
+    stopped, as a threaded BLAS's workers do some time after their call."""
+    done = threading.Event()
+
+    def busy() -> None:
+        count = 0
+        while count < 2_000_000:  # some tenths of a second of one core
+            count += 1
+        done.set()
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    # A window of 0.1 s: a runnable thread is scheduled well within it.
+    bench.timing.quiet(window=0.1, most=60.0)
+    assert done.is_set()
+    worker.join()
+
+
+def test_a_settled_row_waits_for_quiet_before_each_timed_call(bench: Any,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    seen: list[str] = []
+    monkeypatch.setattr(bench.timing, "quiet", lambda: seen.append("quiet"))
+    bench.timing.medians(lambda: seen.append("ours"), lambda: seen.append("theirs"), 2,
+                         settle=True)
+    assert seen == ["ours", "theirs"] + ["quiet", "ours", "quiet", "theirs"] * 2

@@ -162,6 +162,21 @@ def test_batches_keep_the_input_order(minilm: ModuleType, embeddings: Arr) -> No
     assert np.abs(pairs - embeddings).max() <= 1e-6
 
 
+def test_batches_side_by_side_give_the_same_bits(minilm: ModuleType) -> None:
+    """On two host threads two batches are embedded at once, each on one
+    thread: the same embeddings, bit for bit, as one batch after the other."""
+    import nxkernel_host
+
+    short = [SENTENCES[i] for i in (0, 1, 2, 4)]
+    with nxkernel_host.threads(1):
+        assert minilm._workers("host", 2) == 1
+        one = minilm.embed(short, batch=2)
+    with nxkernel_host.threads(2):
+        assert minilm._workers("host", 2) == 2 and minilm._workers("cuda:0", 2) == 1
+        two = minilm.embed(short, batch=2)
+    assert one.dtype == two.dtype and one.tobytes() == two.tobytes()
+
+
 def test_embed_of_no_sentence(minilm: ModuleType) -> None:
     assert minilm.embed([]).shape == (0, 384)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -578,21 +579,40 @@ _THREADS_SCRIPT = textwrap.dedent("""
         key = f"{np.dtype(dt).name} {m}x{k}x{n}"
         out["ours " + key] = hashlib.sha1(dst.to_numpy().tobytes()).hexdigest()
         out["numpy " + key] = hashlib.sha1((a @ b).tobytes()).hexdigest()
+    from nxkernel_host import blas
+    import os
+    out["corename"] = blas.corename()
+    out["environment"] = [os.environ.get(name) for name in blas.SETTINGS]
     json.dump(out, sys.stdout)
 """)
 
 
-def test_bits_do_not_depend_on_blas_threads() -> None:
+def test_bits_do_not_depend_on_blas_threads_or_the_environments_openblas_settings() -> None:
+    """A process on one BLAS thread, one on two, and one on two whose
+    environment names another OpenBLAS core type and block sizes (which
+    NumPy's OpenBLAS obeys): our products have the same bits in all three,
+    the library's instance runs the CPU's own core type, and the settings
+    are still in the environment after it loaded."""
     # On a machine of two or more cores NumPy's own matmul gives other bits at
     # one thread than at two for these shapes (its "numpy" keys); ours may not.
+    # Prescott's kernels (SSE3) run on any x86-64 CPU and are no modern CPU's own.
+    settings = {"OPENBLAS_CORETYPE": "Prescott", "OPENBLAS_L2_SIZE": "256",
+                "OPENBLAS_BLOCK_FACTOR": "50"}
+    assert set(settings) == set(blas.SETTINGS)
+    base = {"PATH": "/usr/bin:/bin"}
+    if "PYTHONPATH" in os.environ:  # a checkout that is not the installed one
+        base["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    envs = [{**base, "OPENBLAS_NUM_THREADS": "1"}, {**base, "OPENBLAS_NUM_THREADS": "2"},
+            {**base, "OPENBLAS_NUM_THREADS": "2", **settings}]
     procs = [subprocess.Popen([sys.executable, "-c", _THREADS_SCRIPT], text=True,
-                              stdout=subprocess.PIPE,
-                              env={"OPENBLAS_NUM_THREADS": threads, "PATH": "/usr/bin:/bin"})
-             for threads in ("1", "2")]
+                              stdout=subprocess.PIPE, env=env) for env in envs]
     runs = [json.loads(p.communicate(timeout=180)[0]) for p in procs]
     for key in runs[0]:
-        if key.startswith("ours"):
-            assert runs[0][key] == runs[1][key], key
+        if key.startswith("ours") or key == "corename":
+            assert runs[1][key] == runs[0][key] and runs[2][key] == runs[0][key], key
+    assert runs[0]["corename"] == blas.corename()
+    assert runs[0]["environment"] == [None] * len(blas.SETTINGS)
+    assert runs[2]["environment"] == [settings[name] for name in blas.SETTINGS]
 
 
 def test_the_library_blas_is_its_own_and_the_programs_is_never_touched() -> None:

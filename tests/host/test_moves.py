@@ -447,6 +447,47 @@ def test_scatter_add_split_over_threads_by_rows_keeps_each_rows_chain(dt: Dtype)
         assert answer is Answer.DONE
         assert np.array_equal(raw(dst.to_numpy()), raw(want)), n_threads
 
+
+@pytest.mark.parametrize("skewed", [False, True], ids=["uniform", "skewed"])
+@pytest.mark.parametrize("rows", [1, 2], ids=["one row", "two rows"])
+@pytest.mark.parametrize("dt", [D.float32, D.float64], ids=lambda d: d.name)
+def test_scatter_add_split_over_threads_by_positions_keeps_each_positions_chain(
+        dt: Dtype, rows: int, skewed: bool) -> None:
+    # Rows of 160 KB (past the host's 128 KiB) and enough updates for the
+    # pool: fewer rows than threads split each row's positions into ranges
+    # (two rows under two threads split by rows). Skewed positions (a few
+    # frequent ones) are cut where a sample of them falls; n is no multiple
+    # of 64 (a thread reads 64 positions at a time); some positions lie
+    # outside [0, d), as far as the int64 ends.
+    rng = np.random.default_rng(186)
+    d, n = 160_000 // dt.itemsize, 140_003 // rows
+    into = rng.standard_normal((rows, d)).astype(dt.numpy_dtype)
+    into[:, ::7] = -0.0  # a reached -0 starts its chain from +0; one no update reaches stays -0
+    if skewed:
+        index = np.minimum(rng.zipf(1.5, (rows, n)) - 1, d + 2)
+        index[:, ::5] = rng.integers(-3, d, (rows, len(range(0, n, 5))))
+    else:
+        index = rng.integers(-3, d + 3, (rows, n))
+    index[:, :2] = [-(2**63), 2**63 - 1]
+    ups = rng.standard_normal((rows, n)).astype(dt.numpy_dtype)
+    want = into.copy()
+    for r in range(rows):
+        kept = (index[r] >= 0) & (index[r] < d)
+        # The contract's chain +0 + into + u1 + u2 + …: NumPy's add.at chains
+        # each position's updates in index order, from into + 0 where one lands.
+        reached = np.unique(index[r][kept])
+        want[r, reached] += 0
+        np.add.at(want[r], index[r][kept], ups[r][kept])
+    assert (raw(want) != raw(into)).any(axis=-1).sum() > d // 2  # most positions reached
+    args = [Array.from_numpy(into), Array.from_numpy(index), Array.from_numpy(ups)]
+    for n_threads in (1, 2, 3):
+        dst = Array.empty(dt, (rows, d))
+        with threads(n_threads):
+            answer = kernel("scatter")(S.Scatter(1, S.Combine.ADD), [dst], args)
+        assert answer is Answer.DONE
+        assert np.array_equal(raw(dst.to_numpy()), raw(want)), n_threads
+
+
 @pytest.mark.parametrize("combine", [S.Combine.MAX, S.Combine.MIN], ids=lambda c: c.name)
 def test_scatter_extremes_keep_the_first_nan_with_its_bits(combine: S.Combine) -> None:
     nan1, nan2 = 0x7FC00001, 0xFFA00002  # a quiet NaN, then a signalling one

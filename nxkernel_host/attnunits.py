@@ -1,0 +1,492 @@
+"""Attention's tile kernels, and many row tiles in two compiled calls.
+
+The kernels over a tile of outputs (keys by rows) are ``attention``'s; this
+module holds them with the path that runs most row tiles without Python per
+tile: a row tile of one key tile (every row sees at most ``KEYS·⌊ROWS/r⌋``
+keys), no mask but one key interval per row and the score as output 1, dense
+keys and values and every operand already in the accumulator's dtype.
+Sentence encoders (many heads of a few dozen tokens) and decoding (the heads
+of a key head as one row tile) are such calls. Row tiles are taken in
+chunks whose tiles of outputs fit one tile of ``ROWS × KEYS``; per chunk:
+
+1. one compiled call: per row tile, ``K·Qᵀ`` by the library's own BLAS
+   (the same routine of the same instance, with the same arguments, as
+   ``blas.gemm`` passes for the row tile alone), the rows' maxima and the
+   shifted outputs (``_maxima``, ``_shifted``);
+2. NumPy's SIMD exp over the whole chunk at once (elementwise, so each
+   value is what the exp of its own tile gives);
+3. one compiled call: per row tile, ``Σ e`` (``_sums``), ``eᵀ·V`` by BLAS,
+   ``o`` and ``lse`` (``_finish``), written into the destinations.
+
+Every row tile thus runs the operations ``attention._attend`` runs for it,
+in the same order on the same values: the bits are those of the per-tile
+path. A row tile whose product is not finite (a NaN or an infinity in a
+value, which that path handles apart) or whose operands BLAS would read
+through a copy is left to the per-tile path, which recomputes it from the
+start.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+from numba import njit
+
+from . import blas
+from .attnplan import KEYS, ROWS, _Plan, _Rows
+
+__all__ = ["CHUNK", "FIELDS", "Chunked", "chunked", "spread"]
+
+Arr = npt.NDArray[Any]
+
+#: CBLAS's enumerations (``blas``'s).
+_ROW_MAJOR: Final = 101
+_NO_TRANS: Final = 111
+_TRANS: Final = 112
+#: Elements of one chunk's tiles of outputs: one tile of ``ROWS × KEYS``.
+CHUNK: Final = ROWS * KEYS
+#: Fields of a row tile: lead index (flat), first query head, heads, first
+#: row, rows per head, keys [jlo, jhi), keys every row sees [lo_max,
+#: hi_min), offset of its rows' intervals, q's transposition flag and
+#: leading dimension, offset of its tile of outputs, offset of its rows'
+#: statistics.
+FIELDS: Final = 14
+
+
+# --------------------------------------------------------------------------
+# The kernels over one tile of outputs, keys by rows ([n, R], C-contiguous)
+# --------------------------------------------------------------------------
+
+
+# Each kernel reads a tile ``st`` of raw outputs, keys by rows ([n, R],
+# C-contiguous), key ``k0 + j`` at row j of it. A pair is visible where
+# ``lo[i] <= key < hi[i]`` and ``keyok[j] != 0``; keys in ``[lo_max, hi_min)``
+# are visible to every row, so they skip the per-row compare (what makes the
+# loops over rows vectorise fully for most keys). The output of a visible
+# pair is ``x = s × st[j, i]`` rounded once (no FMA: Numba does not contract).
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
+            keyok: Arr, m: Arr) -> None:  # pragma: no cover - compiled
+    """``m[i]``: the maximum of row i's visible outputs x, −∞ for none, a NaN
+    where one is a NaN. Reads the tile, writes nothing to it."""
+    n, r = st.shape
+    for i in range(r):
+        m[i] = ninf
+    for j in range(n):
+        key = k0 + j
+        if keyok[j] == 0:
+            continue
+        if lo_max <= key and key < hi_min:
+            for i in range(r):
+                x = s * st[j, i]
+                mi = m[i]
+                m[i] = x if ((x > mi) | (x != x)) else mi
+        else:
+            for i in range(r):
+                x = s * st[j, i]
+                x = ninf if ((lo[i] > key) | (key >= hi[i])) else x
+                mi = m[i]
+                m[i] = x if ((x > mi) | (x != x)) else mi
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _shifted(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
+             keyok: Arr, shift: Arr) -> None:  # pragma: no cover - compiled
+    """``st[j, i] = x − shift[i]`` (x as ``_maxima`` reads it, one rounding
+    each), −∞ − shift[i] at hidden pairs."""
+    n, r = st.shape
+    for j in range(n):
+        key = k0 + j
+        if keyok[j] == 0:
+            for i in range(r):
+                st[j, i] = ninf - shift[i]
+        elif lo_max <= key and key < hi_min:
+            for i in range(r):
+                st[j, i] = s * st[j, i] - shift[i]
+        else:
+            for i in range(r):
+                x = s * st[j, i]
+                x = ninf if ((lo[i] > key) | (key >= hi[i])) else x
+                st[j, i] = x - shift[i]
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _sums(e: Arr, zero: Any, total: Arr) -> None:  # pragma: no cover - compiled
+    """``total[i] = Σ_j e[j, i]``: from +0, adding the keys in their order."""
+    n, r = e.shape
+    for i in range(r):
+        total[i] = zero
+    for j in range(n):
+        for i in range(r):
+            total[i] += e[j, i]
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _rescale(big_m: Arr, big_l: Arr, big_o: Arr, m: Arr, total: Arr, part: Arr
+             ) -> None:  # pragma: no cover - compiled
+    """Fold one key tile into a row's running state (float64): maximum
+    ``big_m``, sum ``big_l`` and weighted values ``big_o``, given the tile's
+    maximum-shifted sums ``total`` and products ``part`` (taken against the new
+    maximum ``m``): ``L = L·exp(M − m) + total``, ``O = O·exp(M − m) + part``.
+    A row whose maximum is still −∞ keeps L = 0 and O = 0 (its tile values
+    are NaNs); a NaN maximum makes both NaNs."""
+    r, dv = big_o.shape
+    for i in range(r):
+        mi = np.float64(m[i])
+        if mi == -np.inf:
+            big_l[i] = 0.0
+            for c in range(dv):
+                big_o[i, c] = 0.0
+        else:
+            alpha = np.exp(big_m[i] - mi)  # 0 where the old maximum is −∞
+            big_l[i] = big_l[i] * alpha + np.float64(total[i])
+            for c in range(dv):
+                big_o[i, c] = big_o[i, c] * alpha + np.float64(part[i, c])
+        big_m[i] = mi
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _finish(m: Arr, total: Arr, acc_o: Arr, o: Arr, lse: Arr) -> None:  # pragma: no cover
+    """Row i's ``lse = m + ln total`` (in float64, rounded once into lse's
+    dtype) and ``o = acc_o / total + 0`` (one division, rounded once into o's
+    dtype; + 0 makes −0 +0, as a sum from +0 gives, and changes nothing
+    else); o = +0 and lse = −∞ where m is −∞ (no visible pair, or only −∞
+    outputs), lse = +∞ where m is +∞. ``acc_o`` may be ``o`` itself."""
+    r, dv = o.shape
+    for i in range(r):
+        mi = np.float64(m[i])
+        if mi == -np.inf:
+            lse[i] = -np.inf
+            for c in range(dv):
+                o[i, c] = 0
+            continue
+        lse[i] = np.inf if mi == np.inf else mi + np.log(np.float64(total[i]))
+        t = total[i]
+        for c in range(dv):
+            o[i, c] = acc_o[i, c] / t + 0
+
+
+# --------------------------------------------------------------------------
+# Many row tiles: the two compiled calls of a chunk
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _operand(rows: int, cols: int, s0: int, s1: int, size: int) -> tuple[int, int]:  # pragma: no cover
+    """``blas._operand``'s choice for a matrix of these extents and byte
+    strides: (transposition flag, leading dimension), flag 0 where it would
+    copy."""
+    if s1 == size and s0 >= max(cols, 1) * size and s0 % size == 0:
+        return _NO_TRANS, s0 // size
+    if s0 == size and s1 >= max(rows, 1) * size and s1 % size == 0:
+        return _TRANS, s1 // size
+    return 0, 0
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _scores(gemm: Any, q4: Arr, k4: Arr, group: int, units: Arr, lo: Arr, hi: Arr,
+            flat: Arr, m_all: Arr, keyok: Arr, s: Any, ninf: Any,
+            redo: Arr) -> None:  # pragma: no cover - compiled
+    """Step 1 of a chunk (module doc): per row tile u, its tile of outputs
+    ``K·Qᵀ`` at ``flat[units[u, 12]:]``, its rows' maxima at
+    ``m_all[units[u, 13]:]`` and the shifted outputs in place; ``redo[u]``
+    set where BLAS would read K through a copy."""
+    size = k4.itemsize
+    dk = k4.shape[3]
+    for u in range(units.shape[0]):
+        b, h, heads, r0, r = units[u, 0], units[u, 1], units[u, 2], units[u, 3], units[u, 4]
+        jlo, jhi, lo_max, hi_min, ro = units[u, 5], units[u, 6], units[u, 7], units[u, 8], units[u, 9]
+        tq, ldq, off, so = units[u, 10], units[u, 11], units[u, 12], units[u, 13]
+        rr, n = heads * r, jhi - jlo
+        ta, lda = _operand(n, dk, k4.strides[2], k4.strides[3], size)
+        if ta == 0:
+            redo[u] = 1
+            continue
+        st = flat[off:off + n * rr].reshape((n, rr))
+        a = k4.ctypes.data + b * k4.strides[0] + (h // group) * k4.strides[1] + jlo * k4.strides[2]
+        q = q4.ctypes.data + b * q4.strides[0] + h * q4.strides[1] + r0 * q4.strides[2]
+        gemm(_ROW_MAJOR, ta, tq, n, rr, dk, 1.0, a, lda, q, ldq, 0.0, st.ctypes.data, rr)
+        m = m_all[so:so + rr]
+        _maxima(st, s, ninf, lo[ro:ro + rr], hi[ro:ro + rr], lo_max, hi_min, jlo, keyok[:n], m)
+        _shifted(st, s, ninf, lo[ro:ro + rr], hi[ro:ro + rr], lo_max, hi_min, jlo, keyok[:n], m)
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _values(gemm: Any, v4: Arr, o4: Arr, lse3: Arr, group: int, units: Arr, flat: Arr,
+            m_all: Arr, t_all: Arr, obuf: Arr, lbuf: Arr, zero: Any,
+            redo: Arr) -> None:  # pragma: no cover - compiled
+    """Step 3 of a chunk (module doc): per row tile u not to redo, ``Σ e``,
+    ``eᵀ·V``, then o and lse into ``o4`` and ``lse3`` (directly for one head,
+    through ``obuf`` and ``lbuf`` for several); ``redo[u]`` set where the
+    product is not finite or BLAS would read an operand through a copy."""
+    size = v4.itemsize
+    dv = v4.shape[3]
+    for u in range(units.shape[0]):
+        if redo[u]:
+            continue
+        b, h, heads, r0, r = units[u, 0], units[u, 1], units[u, 2], units[u, 3], units[u, 4]
+        jlo, jhi, off, so = units[u, 5], units[u, 6], units[u, 12], units[u, 13]
+        rr, n = heads * r, jhi - jlo
+        ta, lda = _operand(rr, n, size, rr * size, size)  # eᵀ: the tile's transpose
+        tb, ldb = _operand(n, dv, v4.strides[2], v4.strides[3], size)
+        if ta == 0 or tb == 0:
+            redo[u] = 1
+            continue
+        st = flat[off:off + n * rr].reshape((n, rr))
+        total = t_all[so:so + rr]
+        _sums(st, zero, total)
+        if heads == 1:
+            o = o4[b, h, r0:r0 + r]
+            ldc = o4.strides[2] // size
+        else:
+            o = obuf[:rr * dv].reshape((rr, dv))
+            ldc = dv
+        v = v4.ctypes.data + b * v4.strides[0] + (h // group) * v4.strides[1] + jlo * v4.strides[2]
+        gemm(_ROW_MAJOR, ta, tb, rr, dv, n, 1.0, st.ctypes.data, lda, v, ldb, 0.0, o.ctypes.data,
+             ldc)
+        finite = True
+        for i in range(rr):
+            for c in range(dv):
+                finite &= np.isfinite(o[i, c])
+        if not finite:
+            redo[u] = 1
+            continue
+        m = m_all[so:so + rr]
+        if heads == 1:
+            _finish(m, total, o, o, lse3[b, h, r0:r0 + r])
+            continue
+        lse = lbuf[:rr]
+        _finish(m, total, o, o, lse)
+        for i in range(rr):
+            hh, row = h + i // r, r0 + i % r
+            lse3[b, hh, row] = lse[i]
+            for c in range(dv):
+                o4[b, hh, row, c] = o[i, c]
+
+
+# --------------------------------------------------------------------------
+# The call's side: which row tiles, their fields, the chunks
+# --------------------------------------------------------------------------
+
+
+@functools.cache
+def _gemm(dtype: np.dtype[Any]) -> Any:
+    """The private instance's cblas_sgemm or cblas_dgemm (``blas.gemm``'s
+    routine) as a ctypes function Numba calls; addresses as 64-bit integers."""
+    lib = blas.library()
+    name, scalar = (("scipy_cblas_sgemm", ctypes.c_float) if dtype == np.float32
+                    else ("scipy_cblas_dgemm", ctypes.c_double))
+    i, p = ctypes.c_int, ctypes.c_int64
+    proto = ctypes.CFUNCTYPE(None, i, i, i, i, i, i, scalar, p, i, p, i, scalar, p, i)
+    address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    assert address is not None
+    return proto(address)
+
+
+#: A row tile as ``attention._units`` lists it: (lead index, first head,
+#: heads, r0, r1, visibility, cost).
+Unit = tuple[tuple[int, ...], int, int, int, int, _Rows, int]
+
+
+def _view(x: Arr, shape: tuple[int, ...]) -> Arr | None:
+    """x reshaped to ``shape`` without a copy, or None where that needs one."""
+    try:
+        return np.reshape(x, shape, copy=False)
+    except ValueError:
+        return None
+
+
+class Chunked:
+    """One call's row tiles that the compiled path takes (module doc) and the
+    arrays it reads: 4-D views ``[lead, heads, rows, d]`` of q, k, v and o, and
+    a 3-D view of lse."""
+
+    def __init__(self, plan: _Plan, q4: Arr, k4: Arr, v4: Arr, o4: Arr, lse3: Arr) -> None:
+        self.plan = plan
+        self.q4, self.k4, self.v4, self.o4, self.lse3 = q4, k4, v4, o4, lse3
+        self.gemm = _gemm(plan.acc)
+        self._qt: dict[tuple[int, int, int], tuple[int, int]] = {}
+        self._rows: dict[int, int] = {}
+        self._lo: list[Arr] = []
+        self._hi: list[Arr] = []
+        self._at = 0
+
+    def _q_operand(self, heads: int, r0: int, r1: int) -> tuple[int, int]:
+        """Q's transposition flag and leading dimension as ``blas.gemm`` takes
+        ``qt.T`` for row tiles of these heads and rows (``attention._unit``'s
+        view of q), flag 0 where that view is a copy."""
+        key = (heads, r0, r1)
+        if key not in self._qt:
+            plan = self.plan
+            qh = plan.q[(0,) * len(plan.lead)][0:heads, r0:r1]
+            qt = qh.reshape(heads * (r1 - r0), qh.shape[-1])
+            flag, ld = 0, 0
+            if np.may_share_memory(qt, plan.q):
+                t = qt.T
+                x, flag, ld = blas._operand(t)
+                if x is not t:
+                    flag, ld = 0, 0
+            self._qt[key] = (flag, ld)
+        return self._qt[key]
+
+    def _rows_at(self, rows: _Rows) -> int:
+        """The offset of a visibility's per-row intervals in ``lo``/``hi``."""
+        at = self._rows.get(id(rows))
+        if at is None:
+            at = self._rows[id(rows)] = self._at
+            self._lo.append(rows.lo.astype(np.int64, copy=False))
+            self._hi.append(rows.hi.astype(np.int64, copy=False))
+            self._at += rows.lo.shape[0]
+        return at
+
+    def fields(self, flat: int, heads: int, r0: int, r1: int, rows: _Rows) -> list[int] | None:
+        """The fields (``FIELDS``; first head 0, offsets into the chunk 0) of
+        the row tiles of lead index ``flat`` (C order), ``heads`` heads, rows
+        ``[r0, r1)`` and visibility ``rows``, or None where the per-tile path
+        runs them."""
+        rr = heads * (r1 - r0)
+        keys = KEYS * max(1, ROWS // rr)
+        if (rows.multi is not None or rows.general or rows.jlo >= rows.jhi
+                or rows.jhi - rows.jlo > keys):
+            return None
+        flag, ld = self._q_operand(heads, r0, r1)
+        if flag == 0:
+            return None
+        return [flat, 0, heads, r0, r1 - r0, rows.jlo, rows.jhi, rows.lo_max, rows.hi_min,
+                self._rows_at(rows), flag, ld, 0, 0]
+
+    def table(self, vis: Sequence[tuple[tuple[int, ...], list[_Rows]]], heads: int,
+              units: Callable[[tuple[int, ...], list[_Rows]], list[Unit]]
+              ) -> tuple[Arr, list[Unit]]:
+        """The fields of every row tile this path takes, one row each, and the
+        others as ``units(b, tiles)`` lists them (``attention``'s units), from
+        each lead index's row tiles' visibility ``vis``: a lead index whose
+        row tiles all fit gives one block, its rows for every first head."""
+        plan = self.plan
+        step = plan.tiling.rows
+        first = np.arange(0, plan.hq, heads, dtype=np.int64)
+        blocks: list[Arr] = []
+        others: list[Unit] = []
+        if not first.shape[0]:
+            return np.zeros((0, FIELDS), np.int64), others  # no head: nothing to compute
+        for flat, (b, tiles) in enumerate(vis):
+            rows = [self.fields(flat, heads, r0, min(plan.tq, r0 + step), t)
+                    for r0, t in zip(range(0, plan.tq, step), tiles, strict=True)]
+            if any(f is None for f in rows):
+                others += units(b, tiles)
+                continue
+            if not rows:
+                continue  # no row: nothing to compute
+            block = np.tile(np.array(rows, np.int64), (first.shape[0], 1))
+            block[:, 1] = np.repeat(first, len(rows))
+            blocks.append(block)
+        table = np.concatenate(blocks) if blocks else np.zeros((0, FIELDS), np.int64)
+        return table, others
+
+    def units_of(self, table: Arr, vis: Sequence[tuple[tuple[int, ...], list[_Rows]]]
+                 ) -> list[Unit]:
+        """The row tiles of these rows of the table as ``attention``'s units."""
+        step = self.plan.tiling.rows
+        out: list[Unit] = []
+        for flat, h, heads, r0, r in table[:, :5].tolist():
+            b, tiles = vis[flat]
+            out.append((b, h, heads, r0, r0 + r, tiles[r0 // step], 0))
+        return out
+
+    def intervals(self) -> tuple[Arr, Arr]:
+        """Every listed visibility's ``lo`` and ``hi``, concatenated."""
+        if not self._lo:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(self._lo), np.concatenate(self._hi)
+
+    def run(self, table: Arr, lo: Arr, hi: Arr) -> Arr:
+        """Compute the row tiles of ``table`` (rows of fields) chunk by chunk;
+        returns which of them the per-tile path must redo. The caller sets
+        NumPy's error state."""
+        plan = self.plan
+        acc = plan.acc
+        n_rows = table[:, 2] * table[:, 4]
+        sizes = (table[:, 6] - table[:, 5]) * n_rows
+        redo = np.zeros(table.shape[0], np.uint8)
+        flat = np.empty(CHUNK, acc)
+        m_all = t_all = np.empty(0, acc)
+        obuf = np.empty(ROWS * self.v4.shape[3], acc)
+        lbuf = np.empty(ROWS, acc)
+        keyok = _ones()
+        ninf, zero = acc.type(-np.inf), acc.type(0)
+        start = 0
+        while start < table.shape[0]:
+            # A chunk: row tiles whose tiles of outputs fit CHUNK elements.
+            ends = np.cumsum(sizes[start:])
+            stop = start + max(1, int(np.searchsorted(ends, CHUNK, side="right")))
+            part = table[start:stop]
+            part[:, 12] = np.concatenate(([0], ends[:stop - start - 1]))
+            rows_end = np.cumsum(n_rows[start:stop])
+            part[:, 13] = rows_end - n_rows[start:stop]
+            used = int(ends[stop - start - 1])
+            if used > flat.shape[0]:
+                flat = np.empty(used, acc)
+            if int(rows_end[-1]) > m_all.shape[0]:
+                m_all = np.empty(int(rows_end[-1]), acc)
+                t_all = np.empty(int(rows_end[-1]), acc)
+            flags = redo[start:stop]
+            _scores(self.gemm, self.q4, self.k4, plan.group, part, lo, hi, flat, m_all, keyok,
+                    plan.scale, ninf, flags)
+            np.exp(flat[:used], out=flat[:used])  # NumPy's SIMD exp, the whole chunk at once
+            _values(self.gemm, self.v4, self.o4, self.lse3, plan.group, part, flat, m_all, t_all,
+                    obuf, lbuf, zero, flags)
+            start = stop
+        return redo
+
+
+def spread(table: Arr, parts: int) -> list[tuple[int, int]]:
+    """Contiguous ranges of the table's rows of nearly equal cost (the pairs
+    a row tile reads), at most ``parts``, none empty."""
+    if table.shape[0] == 0:
+        return []
+    cost = np.cumsum(table[:, 2] * table[:, 4] * (table[:, 6] - table[:, 5] + 16))
+    bounds = np.searchsorted(cost, cost[-1] * np.arange(1, parts) / parts, side="right")
+    edges = [0, *sorted({int(x) for x in bounds if 0 < x < table.shape[0]}), table.shape[0]]
+    return list(itertools.pairwise(edges))
+
+
+@functools.cache
+def _ones() -> Arr:
+    """Every key's page valid (dense keys), for the longest tile; read only."""
+    ones = np.ones(ROWS * KEYS, np.uint8)
+    ones.flags.writeable = False
+    return ones
+
+
+def chunked(plan: _Plan) -> Chunked | None:
+    """The compiled path for this call (module doc), or None where every row
+    tile takes the per-tile path: a program with a transform or a mask that is
+    no band, paged keys, an operand or a destination not in the accumulator's
+    dtype, an empty head dimension, or an operand that is no 4-D view."""
+    acc = plan.acc
+    if (plan.ev_logit is not None or not plan.reads_score or plan.band_all is None
+            or plan.table is not None or plan.score_dt != acc or plan.value_dt != acc
+            or any(x.dtype != acc for x in (plan.q, plan.k, plan.v, plan.o_target))
+            or plan.lse_target.dtype != acc or plan.q.shape[-1] == 0 or plan.v.shape[-1] == 0):
+        return None
+    lead = int(np.prod(plan.lead, dtype=np.int64))
+    views: Sequence[Arr | None] = [
+        _view(x, (lead, *x.shape[-3:])) for x in (plan.q, plan.k, plan.v, plan.o_target)]
+    lse3 = _view(plan.lse_target, (lead, *plan.lse_target.shape[-2:]))
+    q4, k4, v4, o4 = views
+    if q4 is None or k4 is None or v4 is None or o4 is None or lse3 is None:
+        return None
+    size = acc.itemsize
+    dv = o4.shape[3]
+    # blas.gemm's demands on o (one head's rows written in place).
+    if o4.strides[3] != size or o4.strides[2] % size or o4.strides[2] < dv * size:
+        return None
+    return Chunked(plan, q4, k4, v4, o4, lse3)
