@@ -242,7 +242,9 @@ def _blocks(kind: int, s: Arr, p: Arr, out: Arr, j0: int, j1: int,
 # counter of those groups' values. A full chunk's last result, whose digits
 # reach above the chunk, is P_{c+1}. Loops run over contiguous slices, so the
 # compiler vectorises them; ``op`` is loop-invariant, so its test is hoisted.
-# Logsumexp scans, one float64 component, take the same kernels.
+# Logsumexp scans, one float64 component, take the same kernels, through
+# ``_lse_chunk_trees`` and ``_lse_chunk_scans``, which compile them apart with
+# LSE a constant (``_wide_for``), the combination ``logaddexp.lse2``.
 
 
 @njit(inline="always")
