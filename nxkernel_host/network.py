@@ -15,19 +15,20 @@ or calls a recursive helper (``cache=True`` breaks on recursion, numba #6061).
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 from . import pool
 from .lanes import cmul
+from .logaddexp import lse2
 
-__all__ = ["ADD", "CMUL", "LSE", "MUL", "SCAN_BLOCK", "SCAN_CHUNK_BYTES", "chunk_scan",
-           "network_scan", "real_scan"]
+__all__ = ["ADD", "CMUL", "LSE", "MUL", "SCAN_BLOCK", "SCAN_CHUNK_BYTES", "SCAN_PARALLEL_BYTES",
+           "chunk_scan", "network_scan", "real_scan"]
 
 Arr = npt.NDArray[Any]
 
@@ -37,6 +38,14 @@ SCAN_BLOCK: Final = 4096
 #: Bytes of states per chunk of a real Sum or Prod scan: with its results and
 #: levels, a chunk stays in a core's L2 (1 MiB) between its two visits.
 SCAN_CHUNK_BYTES: Final = 1 << 17
+
+#: Bytes of states from which a real Sum or Prod scan shares its chunks out
+#: over threads. Below, one thread scans them: the pool's two hand-offs (the
+#: tree values of the chunks before each thread's first, then the chunks)
+#: cost more than a second thread saves there (a float32 cumsum of 1e6, idle
+#: on two threads: 1.5 ns a term; one thread, the machine loaded: 0.7 to 1.3).
+#: Logsumexp scans, bound by arithmetic, share from ``pool.MIN_PARALLEL``.
+SCAN_PARALLEL_BYTES: Final = 1 << 23
 
 # Result i of the network is the chain, left to right, of the pairwise-tree
 # values of the aligned power-of-two blocks that the binary digits of i + 1
@@ -63,15 +72,42 @@ ADD: Final = 3
 MUL: Final = 4
 
 
-@njit(inline="always")
-def _lse2(a: float, b: float) -> float:  # pragma: no cover - compiled
-    """log(exp a + exp b): NaN where either is, ±inf where the larger is."""
-    if a != a or b != b:
-        return a + b
-    hi = max(a, b)
-    if hi == math.inf or hi == -math.inf:
-        return hi
-    return hi + math.log1p(math.exp(min(a, b) - hi))
+@intrinsic(prefer_literal=True)
+def _wide_for_intrinsic(typingctx: Any, op: Any) -> Any:
+    """Nothing, but where ``op`` is the constant LSE (the Logsumexp kernels
+    below pass it so, and Numba compiles them apart), the function it is
+    called in prefers 512-bit vectors, as ``simdmath``'s loops do: the
+    log-sum-exp combination is arithmetic-bound and runs 1.4 to 5 times as
+    fast at 8 float64 lanes as at 4 (measured), while the Sum and Prod
+    loops, bound by moving states, ran slower at 512 bits (float64 in cache:
+    0.77 times), so they keep LLVM's choice."""
+    wide = isinstance(op, types.IntegerLiteral) and op.literal_value == LSE
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        if wide:
+            # A string attribute llvmlite's list does not know: set.add skips its check.
+            set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        return context.get_dummy_value()
+
+    return types.none(op), codegen
+
+
+#: ``_wide_for_intrinsic`` as compiled code calls it, typed for the checker.
+_wide_for: Final = cast("Callable[[int], None]", _wide_for_intrinsic)
+
+
+@intrinsic
+def _like_intrinsic(typingctx: Any, like: Any, x: Any) -> Any:
+    """``x`` converted to the type of ``like``."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return context.cast(builder, args[1], signature.args[1], signature.args[0])
+
+    return like(like, x), codegen
+
+
+#: ``_like_intrinsic`` as compiled code calls it, typed for the checker.
+_like: Final = cast("Callable[[float, float], float]", _like_intrinsic)
 
 
 @njit(inline="always")
@@ -206,7 +242,9 @@ def _blocks(kind: int, s: Arr, p: Arr, out: Arr, j0: int, j1: int,
 # counter of those groups' values. A full chunk's last result, whose digits
 # reach above the chunk, is P_{c+1}. Loops run over contiguous slices, so the
 # compiler vectorises them; ``op`` is loop-invariant, so its test is hoisted.
-# Logsumexp scans, one float64 component, take the same kernels.
+# Logsumexp scans, one float64 component, take the same kernels, through
+# ``_lse_chunk_trees`` and ``_lse_chunk_scans``, which compile them apart with
+# LSE a constant (``_wide_for``), the combination ``logaddexp.lse2``.
 
 
 @njit(inline="always")
@@ -215,23 +253,28 @@ def _op(op: int, a: Any, b: Any) -> Any:  # pragma: no cover - compiled
     if op == MUL:
         return a * b
     if op == LSE:
-        return _lse2(a, b)
+        # Logsumexp states are float64: the cast only keeps every branch
+        # of a float32 Sum or Prod in float32 (a float64 branch would widen
+        # them all, and change their roundings).
+        return _like(a, lse2(a, b))
     return a + b
 
 
-@njit(nogil=True)
+@njit(nogil=True, error_model="numpy")
 def _halve(op: int, src: Arr, dst: Arr) -> None:  # pragma: no cover - compiled
     """``dst[i] = src[2i] ⊕ src[2i + 1]``: the level above ``src``. Each loop
     of the chunks is a function of its own, so the compiler vectorises it."""
+    _wide_for(op)
     for i in range(dst.size):
         dst[i] = _op(op, src[2 * i], src[2 * i + 1])
 
 
-@njit(nogil=True)
+@njit(nogil=True, error_model="numpy")
 def _descend(op: int, up: Arr, v: Arr, dst: Arr) -> None:  # pragma: no cover - compiled
     """Level results ``dst`` of level values ``v`` from the level above's
     results ``up``, but for ``dst[0]``: result 2i + 1 is ``up[i]``, result 2i
     (i > 0) is ``up[i - 1] ⊕ v[2i]``."""
+    _wide_for(op)
     h = up.size
     for i in range(1, h):
         x = up[i - 1]
@@ -242,7 +285,7 @@ def _descend(op: int, up: Arr, v: Arr, dst: Arr) -> None:  # pragma: no cover - 
         dst[2 * h] = _op(op, up[h - 1], v[2 * h])
 
 
-@njit(nogil=True)
+@njit(nogil=True, error_model="numpy")
 def _canonical(o: Arr) -> None:  # pragma: no cover - compiled
     """Every NaN of ``o`` the positive quiet NaN (a select: it vectorises)."""
     nan = o.dtype.type(np.nan)
@@ -251,21 +294,23 @@ def _canonical(o: Arr) -> None:  # pragma: no cover - compiled
         o[i] = v if v == v else nan
 
 
-@njit(nogil=True)
+@njit(nogil=True, error_model="numpy")
 def _quarter(op: int, s: Arr, dst: Arr) -> None:  # pragma: no cover - compiled
     """Level 2 of states ``s``: ``dst[i]`` = (s[4i] ⊕ s[4i+1]) ⊕ (s[4i+2] ⊕ s[4i+3])."""
+    _wide_for(op)
     for i in range(dst.size):
         b = 4 * i
         dst[i] = _op(op, _op(op, s[b], s[b + 1]), _op(op, s[b + 2], s[b + 3]))
 
 
-@njit(nogil=True)
+@njit(nogil=True, error_model="numpy")
 def _descend4(op: int, up: Arr, s: Arr, o: Arr, p: Any, has_p: bool) -> None:  # pragma: no cover
     """Results ``o`` of states ``s`` (four or more) from level 2's results
     ``up``, through level 1's without storing them: with x level 2's result
     before a block of four and l level 1's value s[4i] ⊕ s[4i+1], the block's
     results are x ⊕ s[4i], x ⊕ l, (x ⊕ l) ⊕ s[4i+2] and ``up[i]``; before
     block 0, x is ``p`` where ``has_p`` and nothing otherwise."""
+    _wide_for(op)
     h = up.size
     first = _op(op, s[0], s[1])
     o[0] = _op(op, p, s[0]) if has_p else s[0]
@@ -376,12 +421,13 @@ def _results(op: int, s: Arr, o: Arr, lev: Arr, res: Arr, sizes: Arr, offs: Arr,
         _descend(op, up, v, dst)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _chunk_trees(op: int, a: Arr, m: int, t: Arr, j0: int, j1: int,
                  chunk: int) -> None:  # pragma: no cover - compiled
     """``t[r, c]`` = the tree value of full chunk ``c`` of row ``r`` of the rows
     of ``m`` states ``a`` (flat), for flat ``r·nc + c`` in [j0, j1), nc =
     ``t.shape[1]``; a partial chunk's entry is left alone."""
+    _wide_for(op)
     nc = t.shape[1]
     lev = np.empty(chunk, a.dtype)
     q = np.empty(chunk // 4 + 1, a.dtype)
@@ -393,13 +439,16 @@ def _chunk_trees(op: int, a: Arr, m: int, t: Arr, j0: int, j1: int,
             t[r, c] = _top(op, a[lo:lo + chunk], q, lev)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")
 def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1: int,
                  chunk: int) -> None:  # pragma: no cover - compiled
     """``out`` = the network's results over chunk ``c`` of row ``r`` of the rows
     of ``m`` states ``a`` (both flat), for flat ``r·nc + c`` in [j0, j1), NaN
     results the positive quiet NaN; ``t[r, :c]`` holds the tree values of the
-    row's chunks before the range's first."""
+    row's chunks before the range's first. ``out`` may be narrower than ``a``
+    (float32 results of float64 states): each result rounds once as it is
+    stored."""
+    _wide_for(op)
     lev = np.empty(chunk, a.dtype)
     res = np.empty(chunk, a.dtype)
     q = np.empty(chunk // 4 + 1, a.dtype)
@@ -440,9 +489,27 @@ def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1
             _results(op, b, r2, lev, res, sizes_l, offs, p, has_p, above)
             _descend4(op, r2, s, o, p, has_p)
         else:
-            _results(op, s, o, lev, res, sizes_l, offs, p, has_p, above)
+            # Into float64 first where ``o`` is a float32 destination.
+            r3 = res2[:mm]
+            _results(op, s, r3, lev, res, sizes_l, offs, p, has_p, above)
+            o[:] = r3
         _canonical(o)
         c += 1
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _lse_chunk_trees(a: Arr, m: int, t: Arr, j0: int, j1: int,
+                     chunk: int) -> None:  # pragma: no cover - compiled
+    """``_chunk_trees`` of Logsumexp states, LSE a constant: its loops
+    compiled apart, at 512 bits (``_wide_for``)."""
+    _chunk_trees(LSE, a, m, t, j0, j1, chunk)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _lse_chunk_scans(a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1: int,
+                     chunk: int) -> None:  # pragma: no cover - compiled
+    """``_chunk_scans`` of Logsumexp states, as ``_lse_chunk_trees``."""
+    _chunk_scans(LSE, a, out, m, t, nc, j0, j1, chunk)
 
 
 def real_scan(mul: bool, states: Arr, out: Arr, chunk: int = 0) -> None:
@@ -455,7 +522,8 @@ def real_scan(mul: bool, states: Arr, out: Arr, chunk: int = 0) -> None:
 
 def chunk_scan(op: int, states: Arr, out: Arr, chunk: int = 0) -> None:
     """``out`` = the network's scan of ``(rows, m)`` one-component states by
-    ``op`` (ADD, MUL or LSE), in chunks of ``chunk`` states (0: the cache's)."""
+    ``op`` (ADD, MUL or LSE), in chunks of ``chunk`` states (0: the cache's);
+    float32 ``out`` of float64 states holds each result rounded once."""
     rows, m = states.shape
     if rows == 0 or m == 0:
         return
@@ -464,18 +532,26 @@ def chunk_scan(op: int, states: Arr, out: Arr, chunk: int = 0) -> None:
     a, o = states.reshape(-1), out.reshape(-1)
     t = np.empty((rows, nc), states.dtype)
     units = rows * nc
-    cuts = pool.spans(units, pool.parts_for(units, rows * m))
+    light = op != LSE and states.nbytes < SCAN_PARALLEL_BYTES
+    cuts = pool.spans(units, 1 if light else pool.parts_for(units, rows * m))
     # A range that starts inside a row needs the tree values of the row's
     # chunks before it: those come first, shared out over the threads.
     need = max(j0 for j0, _ in cuts)
     if nc > 1 and need > 0:
         _run_flat(functools.partial(_trees_at, op, a, m, t, chunk), need, need * chunk)
-    pool.parallel([functools.partial(_chunk_scans, op, a, o, m, t, nc, j0, j1, chunk)
-                   for j0, j1 in cuts])
+    if op == LSE:
+        pool.parallel([functools.partial(_lse_chunk_scans, a, o, m, t, nc, j0, j1, chunk)
+                       for j0, j1 in cuts])
+    else:
+        pool.parallel([functools.partial(_chunk_scans, op, a, o, m, t, nc, j0, j1, chunk)
+                       for j0, j1 in cuts])
 
 
 def _trees_at(op: int, a: Arr, m: int, t: Arr, chunk: int, j0: int, j1: int) -> None:
-    _chunk_trees(op, a, m, t, j0, j1, chunk)
+    if op == LSE:
+        _lse_chunk_trees(a, m, t, j0, j1, chunk)
+    else:
+        _chunk_trees(op, a, m, t, j0, j1, chunk)
 
 
 def network_scan(kind: int, states: Arr, out: Arr, block: int = SCAN_BLOCK) -> None:

@@ -95,8 +95,11 @@ ALGORITHMS: Final = {
         "before the rounding into the destination."),
     "Logsumexp (scan)": (
         "the states are log-sum-exps in float64 (a term's is the term, the carry's is "
-        "itself), combined by the odd/even network with lse(a, b) = h + log1p(exp(l − h)), "
-        "h and l the larger and smaller (NaN where either is, ±∞ where h is). lse is "
+        "itself), combined by the odd/even network with lse(a, b) = h + g(l − h), h and l "
+        "the larger and smaller (NaN where either is, ±∞ where h is), g(d) = log1p(e^d) "
+        "in float64 arithmetic (e^d = 2^k·e^r, k = round(d/ln 2), e^r by the Taylor "
+        "series to r¹³/13!, +0 for d ≤ −708; log1p by fdlibm's method, its exponent 0 "
+        "or 1), within 1.5·u of log1p(e^d) for the rounded d. lse is "
         "1-Lipschitz and each combination errs by at most (2B + 3)·u, u = 2⁻⁵³, B the "
         "largest |state| (at most b + ln(k + 1), b the largest |x|, the carry counted), so "
         "|result i − L| ≤ D·(2B + 3)·u, D the network's combinations (see scan), to first "
