@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from nxkernel_core.prog import Binary, Convert, In, Op1, Op2, Op3, Prog, Ternary, Unary
 
-__all__ = ["Fused", "plan"]
+__all__ = ["Fused", "operands", "plan"]
 
 Arr = npt.NDArray[Any]
 
@@ -92,7 +92,7 @@ def _source(prog: Prog, consts: Sequence[Any]
     for i in range(n - 1, -1, -1):
         node = prog.nodes[i]
         if live[i] and consts[i] is None:
-            for a in _args(node):
+            for a in operands(node):
                 live[a] = True
     c32: list[Any] = []
     c64: list[Any] = []
@@ -134,7 +134,8 @@ def _source(prog: Prog, consts: Sequence[Any]
     return "\n".join(lines) + "\n", c32, c64, read
 
 
-def _args(node: Any) -> tuple[int, ...]:
+def operands(node: Any) -> tuple[int, ...]:
+    """The nodes ``node`` reads, in its operation's order."""
     if isinstance(node, Op1):
         return (node.x,)
     if isinstance(node, Op2):
@@ -150,7 +151,7 @@ def _expr(prog: Prog, i: int, node: Any, name: dict[int, str], number: dict[int,
     ``number[a]`` says whether node ``a``, a constant, is no NaN (absent: no
     constant)."""
     dt = prog.dtype(i).name
-    if any(prog.dtype(a).name not in _FLOATS for a in _args(node)):
+    if any(prog.dtype(a).name not in _FLOATS for a in operands(node)):
         return None
     if isinstance(node, Op1):
         x = name[node.x]

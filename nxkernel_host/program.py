@@ -39,7 +39,6 @@ from nxkernel_core.prog import (
     In,
     Op1,
     Op2,
-    Op3,
     Prog,
     Ternary,
 )
@@ -160,17 +159,6 @@ class _Step:
     frees: tuple[int, ...]
 
 
-def _operands(node: Any) -> tuple[int, ...]:
-    """The nodes ``node`` reads."""
-    if isinstance(node, Op1):
-        return (node.x,)
-    if isinstance(node, Op2):
-        return (node.x, node.y)
-    if isinstance(node, Op3):
-        return (node.c, node.x, node.y)
-    return ()
-
-
 @final
 class Evaluator:
     """A compiled program (see the module's doc); ``compile`` makes them.
@@ -201,7 +189,7 @@ class Evaluator:
             live[o] = True
         for i in range(n - 1, -1, -1):
             if live[i]:
-                for a in _operands(prog.nodes[i]):
+                for a in F.operands(prog.nodes[i]):
                     live[a] = True
         with np.errstate(all="ignore"):
             for i, node in enumerate(prog.nodes):
