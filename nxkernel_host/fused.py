@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from nxkernel_core.prog import Binary, Convert, In, Op1, Op2, Op3, Prog, Ternary, Unary
 
-__all__ = ["Fused", "operands", "plan"]
+__all__ = ["Fused", "live_nodes", "plan"]
 
 Arr = npt.NDArray[Any]
 
@@ -85,15 +85,7 @@ def _source(prog: Prog, consts: Sequence[Any]
     live node has no compiled twin (see the module's doc). ``consts[i]`` is
     node ``i``'s value where it is of constants alone (signalling NaNs quiet,
     as the evaluator reads them)."""
-    n = len(prog.nodes)
-    live = [False] * n
-    for o in prog.outs:
-        live[o] = True
-    for i in range(n - 1, -1, -1):
-        node = prog.nodes[i]
-        if live[i] and consts[i] is None:
-            for a in operands(node):
-                live[a] = True
+    live = live_nodes(prog, consts)
     c32: list[Any] = []
     c64: list[Any] = []
     head: list[str] = []
@@ -134,7 +126,20 @@ def _source(prog: Prog, consts: Sequence[Any]
     return "\n".join(lines) + "\n", c32, c64, read
 
 
-def operands(node: Any) -> tuple[int, ...]:
+def live_nodes(prog: Prog, known: Sequence[Any] | None = None) -> list[bool]:
+    """Which nodes the outputs read, themselves or through other nodes; a node
+    whose value is ``known`` (not None there: of constants alone) reads none."""
+    live = [False] * len(prog.nodes)
+    for o in prog.outs:
+        live[o] = True
+    for i in range(len(prog.nodes) - 1, -1, -1):
+        if live[i] and (known is None or known[i] is None):
+            for a in _operands(prog.nodes[i]):
+                live[a] = True
+    return live
+
+
+def _operands(node: Any) -> tuple[int, ...]:
     """The nodes ``node`` reads, in its operation's order."""
     if isinstance(node, Op1):
         return (node.x,)
@@ -151,7 +156,7 @@ def _expr(prog: Prog, i: int, node: Any, name: dict[int, str], number: dict[int,
     ``number[a]`` says whether node ``a``, a constant, is no NaN (absent: no
     constant)."""
     dt = prog.dtype(i).name
-    if any(prog.dtype(a).name not in _FLOATS for a in operands(node)):
+    if any(prog.dtype(a).name not in _FLOATS for a in _operands(node)):
         return None
     if isinstance(node, Op1):
         x = name[node.x]

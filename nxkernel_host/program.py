@@ -24,7 +24,7 @@ import contextlib
 import functools
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, final
 
@@ -184,13 +184,7 @@ class Evaluator:
         consts: list[Arr | None] = [None] * n
         specs: list[tuple[int, Impl, tuple[int, ...], tuple[int, ...], bool]] = []
         # Nodes no output reads are never computed.
-        live = [False] * n
-        for o in prog.outs:
-            live[o] = True
-        for i in range(n - 1, -1, -1):
-            if live[i]:
-                for a in F.operands(prog.nodes[i]):
-                    live[a] = True
+        live = F.live_nodes(prog)
         with np.errstate(all="ignore"):
             for i, node in enumerate(prog.nodes):
                 if not live[i]:
@@ -492,6 +486,18 @@ class _Boxes:
             self._next += 1
             return self._next - 1
 
+    def drain(self, run: Callable[[tuple[slice, ...]], None]) -> None:
+        """``run`` each box this thread takes, until none is left; a box's
+        error ends the loop for every thread and is raised here and by
+        ``wait``."""
+        while (i := self.take()) is not None:
+            try:
+                run(self.boxes[i])
+            except BaseException as e:
+                self.finish(e)
+                raise
+            self.finish()
+
     def finish(self, error: BaseException | None = None) -> None:
         """Count one taken box as done (or failed with ``error``)."""
         with self._lock:
@@ -531,18 +537,27 @@ def _run_boxes(ev: Evaluator, inputs: Sequence[Arr], targets: Sequence[Arr], wor
                alias: bool) -> None:
     """Evaluate the boxes ``work`` hands out into ``targets``, box by box."""
     scratch = _scratch(ev.box)
+
+    def run(box: tuple[slice, ...]) -> None:
+        key = box if box else (Ellipsis,)
+        _box(ev, [a[key] for a in inputs], [t[key] for t in targets],
+             tuple(s.stop - s.start for s in box), tuple(s.start for s in box), scratch, alias)
+
     with quiet():
-        while (i := work.take()) is not None:
-            try:
-                box = work.boxes[i]
-                key = box if box else (Ellipsis,)
-                _box(ev, [a[key] for a in inputs], [t[key] for t in targets],
-                     tuple(s.stop - s.start for s in box), tuple(s.start for s in box),
-                     scratch, alias)
-            except BaseException as e:
-                work.finish(e)
-                raise
-            work.finish()
+        work.drain(run)
+
+
+def _share(work: _Boxes, run: Callable[[_Boxes], None], threads: bool) -> None:
+    """``run(work)`` on the calling thread and, where ``threads``, on up to
+    ``pool.count() − 1`` pool threads beside it; returns once every box is
+    done (``_Boxes.wait``)."""
+    n = min(pool.count(), len(work.boxes))
+    if threads and n > 1:
+        executor = pool.pool(n)
+        for _ in range(n - 1):
+            executor.submit(run, work)
+    run(work)
+    work.wait()
 
 
 def box_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
@@ -588,16 +603,10 @@ def map_into(ev: Evaluator, inputs: Sequence[Arr], shape: Sequence[int],
         with quiet():
             _box(ev, inputs, targets, shp, None, _scratch(ev.box), alias)
         return
-    work = _Boxes(boxes(shp, ev.box))
-    n = min(pool.count(), len(work.boxes))
-    if n > 1 and math.prod(shape) >= PARALLEL_MIN:
-        executor = pool.pool(n)
-        for _ in range(n - 1):
-            executor.submit(_run_boxes, ev, inputs, targets, work, alias)
     # Below PARALLEL_MIN the calling thread alone takes every box: handing
     # work to another thread would cost more than it saves.
-    _run_boxes(ev, inputs, targets, work, alias)
-    work.wait()
+    _share(_Boxes(boxes(shp, ev.box)),
+           functools.partial(_run_boxes, ev, inputs, targets, alias=alias), size >= PARALLEL_MIN)
 
 
 # --------------------------------------------------------------------------
@@ -629,13 +638,7 @@ def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
     outs = [t.reshape(-1) for t in targets]
     size = outs[0].size
     work = _Boxes([(slice(a, min(a + _FUSED_BOX, size)),) for a in range(0, size, _FUSED_BOX)])
-    n = min(pool.count(), len(work.boxes))
-    if n > 1:
-        executor = pool.pool(n)
-        for _ in range(n - 1):
-            executor.submit(_run_fused, fz, ins, outs, work)
-    _run_fused(fz, ins, outs, work)
-    work.wait()
+    _share(work, functools.partial(_run_fused, fz, ins, outs), True)
     return True
 
 
@@ -647,11 +650,4 @@ def _same(a: Arr, b: Arr) -> bool:
 
 def _run_fused(fz: F.Fused, ins: Sequence[Arr], outs: Sequence[Arr], work: _Boxes) -> None:
     """Run the compiled loop over the ranges ``work`` hands out."""
-    while (i := work.take()) is not None:
-        try:
-            s = work.boxes[i][0]
-            fz.run([a[s] for a in ins], [t[s] for t in outs])
-        except BaseException as e:
-            work.finish(e)
-            raise
-        work.finish()
+    work.drain(lambda box: fz.run([a[box] for a in ins], [t[box] for t in outs]))
