@@ -379,7 +379,6 @@ def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array])
         units = [u for b, tiles in vis for u in _units(plan, heads, b, tiles)]
     else:
         table, units = fast.table(vis, heads, lambda b, tiles: _units(plan, heads, b, tiles))
-    lo, hi = (None, None) if fast is None else fast.intervals()
     pairs = math.prod((*plan.lead, plan.hq, plan.tq, max(plan.tk, 1)))
     parts = pool.count() if pairs >= MIN_PARALLEL_PAIRS else 1
     # Each thread a share of the table and of the other units, by cost.
@@ -394,8 +393,8 @@ def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array])
         def run() -> None:
             slow = units[a:z]
             with np.errstate(all="ignore"):
-                if fast is not None and lo is not None and hi is not None and tz > ta:
-                    redo = fast.run(table[ta:tz], lo, hi)
+                if fast is not None and tz > ta:
+                    redo = fast.run(table[ta:tz])
                     slow += fast.units_of(table[ta:tz][redo != 0], vis)
                 if not slow:
                     return

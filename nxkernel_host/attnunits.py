@@ -40,15 +40,12 @@ from numba import njit
 
 from . import blas
 from .attnplan import KEYS, ROWS, _Plan, _Rows
+from .blas import _NO_TRANS, _ROW_MAJOR, _TRANS
 
 __all__ = ["CHUNK", "FIELDS", "Chunked", "chunked", "spread"]
 
 Arr = npt.NDArray[Any]
 
-#: CBLAS's enumerations (``blas``'s).
-_ROW_MAJOR: Final = 101
-_NO_TRANS: Final = 111
-_TRANS: Final = 112
 #: Elements of one chunk's tiles of outputs: one tile of ``ROWS × KEYS``.
 CHUNK: Final = ROWS * KEYS
 #: Fields of a row tile: lead index (flat), first query head, heads, first
@@ -318,6 +315,9 @@ class Chunked:
         self._lo: list[Arr] = []
         self._hi: list[Arr] = []
         self._at = 0
+        #: Every listed visibility's per-row key intervals, concatenated
+        #: (``_rows_at`` gives each one's offset), once ``table`` has listed them.
+        self.lo = self.hi = np.zeros(0, np.int64)
 
     def _q_operand(self, heads: int, r0: int, r1: int) -> tuple[int, int]:
         """Q's transposition flag and leading dimension as ``blas.gemm`` takes
@@ -389,6 +389,8 @@ class Chunked:
             block[:, 1] = np.repeat(first, len(rows))
             blocks.append(block)
         table = np.concatenate(blocks) if blocks else np.zeros((0, FIELDS), np.int64)
+        if self._lo:
+            self.lo, self.hi = np.concatenate(self._lo), np.concatenate(self._hi)
         return table, others
 
     def units_of(self, table: Arr, vis: Sequence[tuple[tuple[int, ...], list[_Rows]]]
@@ -401,13 +403,7 @@ class Chunked:
             out.append((b, h, heads, r0, r0 + r, tiles[r0 // step], 0))
         return out
 
-    def intervals(self) -> tuple[Arr, Arr]:
-        """Every listed visibility's ``lo`` and ``hi``, concatenated."""
-        if not self._lo:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(self._lo), np.concatenate(self._hi)
-
-    def run(self, table: Arr, lo: Arr, hi: Arr) -> Arr:
+    def run(self, table: Arr) -> Arr:
         """Compute the row tiles of ``table`` (rows of fields) chunk by chunk;
         returns which of them the per-tile path must redo. The caller sets
         NumPy's error state."""
@@ -438,7 +434,7 @@ class Chunked:
                 m_all = np.empty(int(rows_end[-1]), acc)
                 t_all = np.empty(int(rows_end[-1]), acc)
             flags = redo[start:stop]
-            _scores(self.gemm, self.q4, self.k4, plan.group, part, lo, hi, flat, m_all, keyok,
+            _scores(self.gemm, self.q4, self.k4, plan.group, part, self.lo, self.hi, flat, m_all, keyok,
                     plan.scale, ninf, flags)
             np.exp(flat[:used], out=flat[:used])  # NumPy's SIMD exp, the whole chunk at once
             _values(self.gemm, self.v4, self.o4, self.lse3, plan.group, part, flat, m_all, t_all,

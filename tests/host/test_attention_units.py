@@ -34,8 +34,8 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     counts = [0, 0]
     run_chunks = attnunits.Chunked.run
 
-    def counted(self: attnunits.Chunked, table: NDArray, lo: NDArray, hi: NDArray) -> NDArray:
-        redo = run_chunks(self, table, lo, hi)
+    def counted(self: attnunits.Chunked, table: NDArray) -> NDArray:
+        redo = run_chunks(self, table)
         counts[0] += table.shape[0]
         counts[1] += int(redo.sum())
         return redo
