@@ -26,6 +26,7 @@ from numba.extending import intrinsic
 from . import pool
 from .lanes import cmul
 from .logaddexp import lse2
+from .simdmath import prefer_wide_vectors
 
 __all__ = ["ADD", "CMUL", "LSE", "MUL", "SCAN_BLOCK", "SCAN_CHUNK_BYTES", "SCAN_PARALLEL_BYTES",
            "chunk_scan", "network_scan", "real_scan"]
@@ -86,8 +87,7 @@ def _wide_for_intrinsic(typingctx: Any, op: Any) -> Any:
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         if wide:
-            # A string attribute llvmlite's list does not know: set.add skips its check.
-            set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+            prefer_wide_vectors(builder)
         return context.get_dummy_value()
 
     return types.none(op), codegen
@@ -490,7 +490,7 @@ def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1
             _results(op, b, r2, lev, res, sizes_l, offs, p, has_p, above)
             _descend4(op, r2, s, o, p, has_p)
         else:
-            # Into float64 first where ``o`` is a float32 destination.
+            # Into the states' type first: ``o`` may be a float32 destination.
             r3 = res2[:mm]
             _results(op, s, r3, lev, res, sizes_l, offs, p, has_p, above)
             o[:] = r3

@@ -78,7 +78,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["BOUNDS", "erf", "erf32", "exp32", "expf", "fma", "tanh32", "tanhf"]
+__all__ = ["BOUNDS", "erf", "erf32", "exp32", "expf", "fma", "prefer_wide_vectors", "tanh32",
+           "tanhf"]
 
 Arr = npt.NDArray[Any]
 
@@ -156,6 +157,13 @@ fma: Final = cast("Callable[[float, float, float], float]", _fma_intrinsic)
 _fmaf: Final = cast("Callable[[np.float32, np.float32, np.float32], np.float32]", _fma_intrinsic)
 
 
+def prefer_wide_vectors(builder: Any) -> None:
+    """Make the function ``builder`` writes prefer 512-bit vectors (LLVM's
+    ``prefer-vector-width``), for an intrinsic's code generation."""
+    # A string attribute llvmlite's list does not know: set.add skips its check.
+    set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+
+
 @intrinsic
 def _wide_vectors_intrinsic(typingctx: Any) -> Any:
     """Nothing, but the function it is called in prefers 512-bit vectors:
@@ -164,8 +172,7 @@ def _wide_vectors_intrinsic(typingctx: Any) -> Any:
     sig = types.none()
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        # A string attribute llvmlite's list does not know: set.add skips its check.
-        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        prefer_wide_vectors(builder)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -186,8 +193,8 @@ def _exp_poly(r: float, r2: float) -> float:  # pragma: no cover - compiled
     """P(r) = Σ r^(n−2)/n!, n = 2..13 (``r2`` = r²)."""
     r4 = r2 * r2
     return fma(r4 * r4, fma(r2, fma(r, _P13, _P12), fma(r, _P11, _P10)),
-                fma(r4, fma(r2, fma(r, _P9, _P8), fma(r, _P7, _P6)),
-                     fma(r2, fma(r, _P5, _P4), fma(r, _P3, _P2))))
+               fma(r4, fma(r2, fma(r, _P9, _P8), fma(r, _P7, _P6)),
+                   fma(r2, fma(r, _P5, _P4), fma(r, _P3, _P2))))
 
 
 @njit(inline="always")
@@ -196,8 +203,8 @@ def _q_poly(u: float) -> float:  # pragma: no cover - compiled
     u2 = u * u
     u4 = u2 * u2
     return fma(u4 * u4, fma(u2, fma(u, _Q11, _Q10), fma(u, _Q9, _Q8)),
-                fma(u4, fma(u2, fma(u, _Q7, _Q6), fma(u, _Q5, _Q4)),
-                     fma(u2, fma(u, _Q3, _Q2), fma(u, _Q1, _Q0))))
+               fma(u4, fma(u2, fma(u, _Q7, _Q6), fma(u, _Q5, _Q4)),
+                   fma(u2, fma(u, _Q3, _Q2), fma(u, _Q1, _Q0))))
 
 
 @njit(inline="always")
@@ -207,9 +214,9 @@ def _f_poly(s: float) -> float:  # pragma: no cover - compiled
     s4 = s2 * s2
     s8 = s4 * s4
     lo = fma(s4, fma(s2, fma(s, _F7, _F6), fma(s, _F5, _F4)),
-              fma(s2, fma(s, _F3, _F2), fma(s, _F1, _F0)))
+             fma(s2, fma(s, _F3, _F2), fma(s, _F1, _F0)))
     hi = fma(s4, fma(s2, fma(s, _F15, _F14), fma(s, _F13, _F12)),
-              fma(s2, fma(s, _F11, _F10), fma(s, _F9, _F8)))
+             fma(s2, fma(s, _F11, _F10), fma(s, _F9, _F8)))
     return fma(s8 * s8, fma(s, _F17, _F16), fma(s8, hi, lo))
 
 
@@ -218,7 +225,7 @@ def _g_poly(u: float) -> float:  # pragma: no cover - compiled
     """Q(u) of the float32 path."""
     u2 = u * u
     return fma(u2 * u2, fma(u2, fma(u, _G7, _G6), fma(u, _G5, _G4)),
-                fma(u2, fma(u, _G3, _G2), fma(u, _G1, _G0)))
+               fma(u2, fma(u, _G3, _G2), fma(u, _G1, _G0)))
 
 
 @njit(inline="always")
@@ -228,9 +235,9 @@ def _h_poly(s: float) -> float:  # pragma: no cover - compiled
     s4 = s2 * s2
     s8 = s4 * s4
     lo = fma(s4, fma(s2, fma(s, _H7, _H6), fma(s, _H5, _H4)),
-              fma(s2, fma(s, _H3, _H2), fma(s, _H1, _H0)))
+             fma(s2, fma(s, _H3, _H2), fma(s, _H1, _H0)))
     hi = fma(s4, fma(s2, fma(s, _H15, _H14), fma(s, _H13, _H12)),
-              fma(s2, fma(s, _H11, _H10), fma(s, _H9, _H8)))
+             fma(s2, fma(s, _H11, _H10), fma(s, _H9, _H8)))
     return fma(s8 * s8, _H16, fma(s8, hi, lo))
 
 
@@ -291,7 +298,7 @@ def _exp_short(c: float) -> tuple[float, float]:  # pragma: no cover - compiled
     r2 = r * r
     r4 = r2 * r2
     p = fma(r4, fma(r2, fma(r, _P9, _P8), fma(r, _P7, _P6)),
-             fma(r2, fma(r, _P5, _P4), fma(r, _P3, _P2)))
+            fma(r2, fma(r, _P5, _P4), fma(r, _P3, _P2)))
     return _pow2(k), fma(r2, p, r)
 
 
