@@ -6,7 +6,6 @@ evaluator. Two programs are compiled in all (about a second each).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from nxkernel_core import dtype as D
 from nxkernel_core.prog import Binary, Prog, Unary
 from nxkernel_host import program, threads
+from tests.host.sweeps import sweep
 from tests.host.test_map import rng_for, values
 
 Arr = npt.NDArray[Any]
@@ -73,11 +73,7 @@ def test_the_loop_has_the_evaluators_bits(dt: D.Dtype) -> None:
     _agree(dt, N, 0)
 
 
-#: ``NXKERNEL_SWEEP=1`` runs the long sweep (a minute or more; CI does not).
-_SWEEP = os.environ.get("NXKERNEL_SWEEP", "") == "1"
-
-
-@pytest.mark.skipif(not _SWEEP, reason="a sweep of minutes: set NXKERNEL_SWEEP=1")
+@sweep
 @pytest.mark.usefixtures("loops")
 @pytest.mark.parametrize("n", [1, 7, 16, 17, 100, 1000, 65536 + 3, 300001])
 @pytest.mark.parametrize("dt", [D.float32, D.float64], ids=lambda d: d.name)

@@ -6,7 +6,6 @@ values exactly; each element's bits a function of its argument alone.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 from nxkernel_core import dtype as D
 from nxkernel_core import evaluator as R
 from nxkernel_host import program, simdmath
+from tests.host.sweeps import sweep
 
 Arr = npt.NDArray[Any]
 
@@ -130,11 +130,7 @@ def test_bits_depend_on_the_argument_alone(kind: str, dtype: str) -> None:
         assert wide[::-1].astype(dtype).tobytes() == whole.tobytes()
 
 
-#: ``NXKERNEL_SWEEP=1`` runs the long sweeps (minutes; CI does not).
-_SWEEP = os.environ.get("NXKERNEL_SWEEP", "") == "1"
-
-
-@pytest.mark.skipif(not _SWEEP, reason="a sweep of minutes: set NXKERNEL_SWEEP=1")
+@sweep
 @pytest.mark.parametrize(("kind", "lo", "hi", "stride"),
                          [("expf", -104.0, 89.0, 5), ("tanhf", -10.0, 10.0, 3)])
 def test_float32_kinds_swept(kind: str, lo: float, hi: float, stride: int) -> None:
