@@ -189,15 +189,13 @@ def weights(device: str = "host") -> Weights:
     dev = open_device(device)
     w = _read_weights()
 
-    def put(name: str, shape: Sequence[int] | None = None) -> Array:
+    def put(name: str, shape: Sequence[int] | None = None, *, out_last: bool = False) -> Array:
+        """Weight ``name`` reshaped to ``shape``; ``out_last``: a projection's
+        ``[out, in…]`` with its first axis moved last."""
         a = w[name] if shape is None else w[name].reshape(shape)
+        if out_last:
+            a = np.moveaxis(a, 0, -1)
         return nx.asarray(np.ascontiguousarray(a, dtype=np.float32), device=dev)
-
-    def put_t(name: str, shape: Sequence[int] | None = None) -> Array:
-        """Weight ``name`` (``[out, in…]``) with its first axis moved last."""
-        a = w[name] if shape is None else w[name].reshape(shape)
-        return nx.asarray(np.ascontiguousarray(np.moveaxis(a, 0, -1), dtype=np.float32),
-                          device=dev)
 
     layers = []
     for i in range(LAYERS):
@@ -208,11 +206,11 @@ def weights(device: str = "host") -> Weights:
         layers.append(Layer(
             qkv_w=nx.asarray(np.ascontiguousarray(qkv_w.T), device=dev),
             qkv_b=nx.asarray(qkv_b, device=dev),
-            out_w=put_t(att + "output.dense.weight", (HIDDEN, HEADS, HEAD_DIM)),
+            out_w=put(att + "output.dense.weight", (HIDDEN, HEADS, HEAD_DIM), out_last=True),
             out_b=put(att + "output.dense.bias"),
             ln1_g=put(att + "output.LayerNorm.weight"), ln1_b=put(att + "output.LayerNorm.bias"),
-            up_w=put_t(p + "intermediate.dense.weight"), up_b=put(p + "intermediate.dense.bias"),
-            down_w=put_t(p + "output.dense.weight"), down_b=put(p + "output.dense.bias"),
+            up_w=put(p + "intermediate.dense.weight", out_last=True), up_b=put(p + "intermediate.dense.bias"),
+            down_w=put(p + "output.dense.weight", out_last=True), down_b=put(p + "output.dense.bias"),
             ln2_g=put(p + "output.LayerNorm.weight"), ln2_b=put(p + "output.LayerNorm.bias"),
         ))
     return Weights(
