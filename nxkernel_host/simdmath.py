@@ -496,3 +496,85 @@ tanhf: Final = _over_array(_tanhf_loop, np.float32, "tanhf", _IN_FLOAT32)
 tanh32: Final = _over_array(_tanh32_loop, np.float32, "tanh32")
 erf32: Final = _over_array(_erf32_loop, np.float32, "erf32")
 erf: Final = _over_array(_erf_loop, np.float64, "erf")
+
+
+# --------------------------------------------------------------------------
+# Exp and Tanh of float64 (8 lanes on AVX-512)
+# --------------------------------------------------------------------------
+
+#: Exp's clamp: e^710 overflows float64 and e^-746 rounds to +0.
+_EXP_TOP: Final = 710.0
+_EXP_BOTTOM: Final = -746.0
+#: The exponent of the smallest normal float64.
+_KMIN: Final = np.int64(-1022)
+#: Tanh's clamp: tanh rounds to 1 from 19.06.
+_TANH_TOP: Final = 20.0
+
+
+@njit(inline="always")
+def _exp64(x: float) -> float:  # pragma: no cover - compiled
+    """e^x of a float64: 2^k·(eh + el) from ``_exp_parts``, eh + el rounded
+    once and scaled by 2^k as s1·s2 (both normal, so the scaling is exact).
+    Where the result is subnormal, eh + el is rounded on the subnormals' grid
+    at once: C + eh + el rounded once, C = 2^(-1022-k) (whose ulp is that
+    grid's at this k), then C taken away exactly, as glibc does it at another
+    scale; C is 0 elsewhere, the same operations rounding eh + el alone.
+    x clamped to [-746, 710] (e^710 overflows, e^-746 rounds to +0; a NaN
+    passes: the arithmetic carries it)."""
+    c = _EXP_TOP if x > _EXP_TOP else x
+    c = _EXP_BOTTOM if c < _EXP_BOTTOM else c
+    k, eh, el = _exp_parts(c)
+    tiny = (k < _KMIN) | ((k == _KMIN) & (eh + el < 1.0))
+    # 1 <= C <= 2^54 (k >= -1076 where c >= -746): C + eh by Fast2Sum.
+    big = _pow2(_KMIN - k) if tiny else 0.0
+    one = big + eh
+    v = (one + (((big - one) + eh) + el)) - big
+    k1 = k >> np.int64(1)
+    return v * _pow2(k - k1) * _pow2(k1)
+
+
+@njit(inline="always")
+def _tanh64(x: float) -> float:  # pragma: no cover - compiled
+    """tanh x of a float64: m/(m + 2), m = e^(2|x|) − 1 = 2^k·(eh + el) − 1
+    as a double-double (mh + ml), the quotient by one division and one
+    correction of its residual; |x| clamped to 20 (a NaN passes); x's sign
+    copied."""
+    a = abs(x)
+    a = _TANH_TOP if a > _TANH_TOP else a
+    k, eh, el = _exp_parts(a + a)
+    s = _pow2(k)
+    sh = eh * s
+    sl = el * s
+    # m = (sh − 1) + sl, each sum by Fast2Sum: sh − 1 is exact below 1
+    # (Sterbenz) and sh >= 1/2; |sh − 1| >= |sl| or the sum is exact.
+    t = sh - 1.0
+    e1 = -1.0 - (t - sh)
+    mh = t + sl
+    ml = (sl - (mh - t)) + e1
+    # d = m + 2 by 2Sum.
+    dh = mh + 2.0
+    bb = dh - mh
+    dl = ((mh - (dh - bb)) + (2.0 - bb)) + ml
+    y = 1.0 / dh
+    q = mh * y
+    r = fma(-q, dh, mh) + fma(-q, dl, ml)
+    return float(np.copysign(fma(r, y, q), x))
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _exp64_loop(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
+    _wide_vectors()
+    for i in range(out.size):
+        out[i] = _exp64(x[i])
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _tanh64_loop(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
+    _wide_vectors()
+    for i in range(out.size):
+        out[i] = _tanh64(x[i])
+
+
+#: ``f(x, out=None)``: Exp and Tanh of float64 (the float64 kinds').
+exp64: Final = _over_array(_exp64_loop, np.float64, "exp64")
+tanh64: Final = _over_array(_tanh64_loop, np.float64, "tanh64")
