@@ -1,12 +1,13 @@
 """Exp, Tanh and Erf in loops LLVM vectorises (no libm calls): the float32
 path of the three in float64 (float32 arguments, the narrow floats widened
 to them), Erf of float64, and Exp and Tanh of float32 in float32 arithmetic
-(``expf``, ``tanhf``: the float32 kinds').
+(``expf``, ``tanhf``: the float32 kinds'), Exp and Tanh of float64
+(``exp64``, ``tanh64``).
 
 Rule: each function writes each element's value, computed in float64 (in
 float32 by ``expf`` and ``tanhf``), into ``out`` (float32 or float64),
 rounded once there. ``expf`` and ``tanhf`` are within 1 float32 ulp of the
-correctly rounded value (see How). ``erf`` of float64 is
+correctly rounded value (see How). ``erf``, ``exp64`` and ``tanh64`` are
 within ``BOUNDS`` (1 ulp) of the correctly rounded value. The float32 path's
 values are within about 2^-35 of the exact ones, far below a float32 ulp
 (2^-24 of the value), so each float32 result is within 1 float32 ulp of the
@@ -25,9 +26,10 @@ convert through buffers (Exp 1.9 ns per element against 0.9 here, Tanh 2.4
 against 1.7). Every function here is branch-free arithmetic (fused
 multiply-adds, the bits of the exponent set by integer operations, selects
 for the ranges), which LLVM turns into 8-wide AVX-512 code
-(``_wide_vectors``; 16-wide in float32), or 4-wide on AVX2. Exp and Tanh of float64 stay NumPy's
-SIMD ufuncs, faster than these loops at equal lanes (measured: Exp 0.8 ns per
-element against 1.2, Tanh 1.8 against 2.4).
+(``_wide_vectors``; 16-wide in float32), or 4-wide on AVX2. Exp and Tanh of
+float64 are NumPy's SIMD ufuncs' peers or slower alone (see the float64
+section), but a program's compiled loop (``fused``) can call them, where it
+could not call NumPy's: ``x·sigmoid(x)`` of float64 is one pass, not four.
 
 How:
 
@@ -78,13 +80,14 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["BOUNDS", "erf", "erf32", "exp32", "expf", "fma", "prefer_wide_vectors", "tanh32",
-           "tanhf"]
+__all__ = ["BOUNDS", "erf", "erf32", "exp32", "exp64", "expf", "fma", "prefer_wide_vectors",
+           "tanh32", "tanh64", "tanhf"]
 
 Arr = npt.NDArray[Any]
 
-#: The bound of ``erf`` (float64) in ulps from the correctly rounded value.
-BOUNDS: Final = {"erf": 1}
+#: The bounds of the float64 functions (``erf``, ``exp64``, ``tanh64``) in
+#: ulps from the correctly rounded value.
+BOUNDS: Final = {"erf": 1, "exp": 1, "tanh": 1}
 
 _INVLN2: Final = 1.4426950408889634
 #: ln2 = LN2_HI + LN2_LO, LN2_HI with its low 21 bits clear (fdlibm's).
