@@ -66,7 +66,9 @@ element by Horner, 1.6 by Estrin).
 Measured against mpmath (``tests/host/test_simdmath.py``) and on upstream's
 correctly rounded vectors (``tests/goldens``): at most 1 ulp from the
 correctly rounded value for Erf of float64, 0 on the float32 goldens for the
-float32 path.
+float32 path; Exp and Tanh of float64 at most 1 ulp over 4·10^7 arguments
+each (the opt-in sweep; about 1% of Exp's and 2% of Tanh's not correctly
+rounded).
 """
 
 from __future__ import annotations
@@ -504,6 +506,12 @@ erf: Final = _over_array(_erf_loop, np.float64, "erf")
 # --------------------------------------------------------------------------
 # Exp and Tanh of float64 (8 lanes on AVX-512)
 # --------------------------------------------------------------------------
+# Alone they cost more per element than NumPy's (measured in cache, one
+# thread, side by side: Exp 2.1 ns against np.exp's 1.0, Tanh 2.7 against
+# np.tanh's 2.35): NumPy's read tables with permutes, which LLVM does not
+# make of a loop, so ``_exp_parts`` runs its degree-13 polynomial, subnormal
+# results cost Exp a second rounding's operands, and Tanh a division. Their
+# use is the compiled loop: a program's one pass in place of a pass per node.
 
 #: Exp's clamp: e^710 overflows float64 and e^-746 rounds to +0.
 _EXP_TOP: Final = 710.0
