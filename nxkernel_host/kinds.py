@@ -79,12 +79,12 @@ __all__ = ["ULPS", "Impl", "const_value", "fma_float", "fma_int", "op1", "op2", 
 #: dtype: the distance from the exactly rounded result. float64 is NumPy's
 #: SIMD float64, measured within 1.2 ulps of the exact value over millions of
 #: arguments, and ``simdmath``'s Exp, Tanh and Erf (each within 1 ulp of the
-#: exactly rounded value); float32 rounds once a float64 value far within a float32 ulp of the
-#: exact one (NumPy's float64, or ``simdmath``'s float32 path of Erf, to about
-#: 2^-35), so it lies within an ulp, Exp and Tanh of float32 (in float32
-#: arithmetic) are within an ulp of the correctly rounded value, and the
-#: narrower floats, which round the float64 value of the float32 path once into
-#: their format, within an ulp of theirs.
+#: exactly rounded value); float32 rounds once a float64 value far within a
+#: float32 ulp of the exact one (NumPy's float64, or ``simdmath``'s float32
+#: path of Erf, to about 2^-35), so it lies within an ulp, Exp and Tanh of
+#: float32 (in float32 arithmetic) are within an ulp of the correctly rounded
+#: value, and the narrower floats, which round the float64 value of the float32
+#: path once into their format, within an ulp of theirs.
 _INEXACT: Final = (*(k.name.lower() for k in sorted(TRANSCENDENTAL, key=lambda k: k.value)),
                    "pow", "atan2")
 ULPS: Final[Mapping[str, Mapping[str, int]]] = {

@@ -27,9 +27,9 @@ against 1.7). Every function here is branch-free arithmetic (fused
 multiply-adds, the bits of the exponent set by integer operations, selects
 for the ranges), which LLVM turns into 8-wide AVX-512 code
 (``_wide_vectors``; 16-wide in float32), or 4-wide on AVX2. Exp and Tanh of
-float64 are NumPy's SIMD ufuncs' peers or slower alone (see the float64
-section), but a program's compiled loop (``fused``) can call them, where it
-could not call NumPy's: ``x·sigmoid(x)`` of float64 is one pass, not four.
+float64 alone are slower than NumPy's SIMD ufuncs (see the float64 section),
+but a program's compiled loop (``fused``) can call them, where it could not
+call NumPy's: ``x·sigmoid(x)`` of float64 is one pass, not four.
 
 How:
 
@@ -508,10 +508,11 @@ erf: Final = _over_array(_erf_loop, np.float64, "erf")
 # --------------------------------------------------------------------------
 # Alone they cost more per element than NumPy's (measured in cache, one
 # thread, side by side: Exp 2.1 ns against np.exp's 1.0, Tanh 2.7 against
-# np.tanh's 2.35): NumPy's read tables with permutes, which LLVM does not
-# make of a loop, so ``_exp_parts`` runs its degree-13 polynomial, subnormal
-# results cost Exp a second rounding's operands, and Tanh a division. Their
-# use is the compiled loop: a program's one pass in place of a pass per node.
+# np.tanh's 2.35): NumPy's loops are written in intrinsics that look up
+# tables by vector permutes, which LLVM makes of no scalar loop, so Exp runs
+# ``_exp_parts``'s degree-13 polynomial and the operands of its subnormal
+# rounding, and Tanh that, a division and double-double sums. They pay in
+# the compiled loop: a program's one pass in place of a pass per node.
 
 #: Exp's clamp: e^710 overflows float64 and e^-746 rounds to +0.
 _EXP_TOP: Final = 710.0
@@ -535,6 +536,7 @@ def _exp64(x: float) -> float:  # pragma: no cover - compiled
     c = _EXP_TOP if x > _EXP_TOP else x
     c = _EXP_BOTTOM if c < _EXP_BOTTOM else c
     k, eh, el = _exp_parts(c)
+    # Whether the result is below 2^-1022 (``|`` and ``&``: no branches).
     tiny = (k < _KMIN) | ((k == _KMIN) & (eh + el < 1.0))
     # 1 <= C <= 2^54 (k >= -1076 where c >= -746): C + eh by Fast2Sum.
     big = _pow2(_KMIN - k) if tiny else 0.0
