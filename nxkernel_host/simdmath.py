@@ -73,7 +73,9 @@ rounded).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any, Final, cast
 
 import numpy as np
@@ -522,26 +524,94 @@ _KMIN: Final = np.int64(-1022)
 #: Tanh's clamp: tanh rounds to 1 from 19.06.
 _TANH_TOP: Final = 20.0
 
+#: Exp's table: 2^(j/N) = T_HI[j]·(1 + T_TAIL[j]), j = 0..N-1, N = 2^7.
+_TBITS: Final = 7
+_TN: Final = 1 << _TBITS
+
+
+def _exp_table() -> tuple[Arr, Arr, Arr]:
+    """``(T_HI, T_TAIL, T_BITS)``: 2^(j/N) rounded to float64, the rest
+    relative to it, and T_HI's bits less j·2^45 (adding n·2^45, n = k·N + j,
+    gives the bits of 2^k·T_HI[j]). 2^(j/N) from integer square roots at
+    2^-200, far below T_TAIL's own rounding."""
+    hi, tail = np.empty(_TN), np.empty(_TN)
+    for j in range(_TN):
+        v = 2 ** (j + _TN * 200)
+        for _ in range(_TBITS):
+            v = math.isqrt(v)
+        exact = Fraction(v, 2 ** 200)
+        hi[j] = float(exact)
+        tail[j] = float((exact - Fraction(hi[j])) / Fraction(hi[j]))
+    bits = hi.view(np.int64) - (np.arange(_TN, dtype=np.int64) << np.int64(45))
+    return hi, tail, bits
+
+
+_T_HI, _T_TAIL, _T_BITS = _exp_table()
+_INVLN2N: Final = _TN / _LN2
+_LN2N_HI: Final = _LN2_HI / _TN
+_LN2N_LO: Final = _LN2_LO / _TN
+_TMASK: Final = np.int64(_TN - 1)
+_TSHIFT: Final = np.int64(_TBITS)
+_W45: Final = np.int64(45)
+#: e^r = 1 + r + r²·(X2 + r·X3 + r²·X4 + r³·X5) for |r| <= ln2/(2N) within
+#: 2^-63.6 of its value (a fit at Chebyshev nodes).
+_X2, _X3, _X4, _X5 = (float.fromhex(h) for h in (
+    "0x1.fffffffffff58p-2", "0x1.5555555555525p-3", "0x1.55555accc1ca7p-5",
+    "0x1.11111430bcc06p-7"))
+#: The least float64 whose e^x is normal (e^x >= 2^-1022), and a bound below
+#: which 2^k·T_HI stays normal and finite.
+_EXP_NORMAL: Final = -708.3964185322641
+_EXP_FAST_TOP: Final = 709.0
+#: The fast loop's chunk (elements).
+_CHUNK: Final = 512
+
+
+@njit(inline="always")
+def _exp_reduce(x: float) -> tuple[np.int64, float]:  # pragma: no cover - compiled
+    """``(n, t)`` with e^x = 2^(n/N)·(1 + t') and 2^(n/N) = 2^k·T_HI[j]:
+    n = round(x·N/ln2) = k·N + j, r = x − n·ln2/N (the first fused
+    multiply-add exact by Sterbenz, LN2N_HI·n exact), t = T_TAIL[j] + r +
+    r²·X(r), the relative error of 1 + t below 2^-60."""
+    z = fma(x, _INVLN2N, _SHIFT)
+    n = np.int64(np.float64(z).view(np.int64)) - _SHIFT_BITS
+    nf = z - _SHIFT
+    r = fma(nf, -_LN2N_LO, fma(nf, -_LN2N_HI, x))
+    r2 = r * r
+    return n, _T_TAIL[n & _TMASK] + fma(r2, fma(r2, fma(r, _X5, _X4), fma(r, _X3, _X2)), r)
+
+
+@njit(inline="always")
+def _exp64_normal(x: float) -> float:  # pragma: no cover - compiled
+    """e^x for _EXP_NORMAL <= x <= _EXP_FAST_TOP: s + s·t rounded once,
+    s = 2^k·T_HI[j] built from its bits."""
+    n, t = _exp_reduce(x)
+    s = np.int64(_T_BITS[n & _TMASK] + (n << _W45)).view(np.float64)
+    return fma(s, t, s)
+
 
 @njit(inline="always")
 def _exp64(x: float) -> float:  # pragma: no cover - compiled
-    """e^x of a float64: 2^k·(eh + el) from ``_exp_parts``, eh + el rounded
-    once and scaled by 2^k as s1·s2 (both normal, so the scaling is exact).
-    Where the result is subnormal, eh + el is rounded on the subnormals' grid
-    at once: C + eh + el rounded once, C = 2^(-1022-k) (whose ulp is that
-    grid's at this k), then C taken away exactly, as glibc does it at another
-    scale; C is 0 elsewhere, the same operations rounding eh + el alone.
-    x clamped to [-746, 710] (e^710 overflows, e^-746 rounds to +0; a NaN
-    passes: the arithmetic carries it)."""
+    """e^x of a float64: 2^k·(eh + el), eh = T_HI[j], el = eh·t, eh + el
+    rounded once (one fused multiply-add, as ``_exp64_normal``) and scaled by
+    2^k as s1·s2 (both normal, so the scaling is exact). Where the result is
+    subnormal (x < _EXP_NORMAL), eh + el is
+    rounded on the subnormals' grid at once: C + eh + el rounded once, C =
+    2^(-1022-k) (whose ulp is that grid's at this k), then C taken away
+    exactly, as glibc does it at another scale. x clamped to [-746, 710] (e^710
+    overflows, e^-746 rounds to +0; a NaN passes: the arithmetic carries it)."""
     c = _EXP_TOP if x > _EXP_TOP else x
     c = _EXP_BOTTOM if c < _EXP_BOTTOM else c
-    k, eh, el = _exp_parts(c)
-    # Whether the result is below 2^-1022 (``|`` and ``&``: no branches).
-    tiny = (k < _KMIN) | ((k == _KMIN) & (eh + el < 1.0))
-    # 1 <= C <= 2^54 (k >= -1076 where c >= -746): C + eh by Fast2Sum.
+    n, t = _exp_reduce(c)
+    k = n >> _TSHIFT
+    eh = _T_HI[n & _TMASK]
+    el = eh * t
+    # 1 <= C <= 2^55 (k >= -1077 where c >= -746): C + eh by Fast2Sum.
+    tiny = c < _EXP_NORMAL
     big = _pow2(_KMIN - k) if tiny else 0.0
     one = big + eh
-    v = (one + (((big - one) + eh) + el)) - big
+    sub = (one + (((big - one) + eh) + el)) - big
+    # Elsewhere eh + eh·t rounded once, ``_exp64_normal``'s bits.
+    v = sub if tiny else fma(eh, t, eh)
     k1 = k >> np.int64(1)
     return v * _pow2(k - k1) * _pow2(k1)
 
@@ -576,9 +646,23 @@ def _tanh64(x: float) -> float:  # pragma: no cover - compiled
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _exp64_loop(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
+    # Chunk by chunk: the fast loop where every argument's result is normal
+    # and finite, ``_exp64`` (subnormals, overflow, NaN) where one is not;
+    # the test reads x before anything is written (x may be out).
     _wide_vectors()
-    for i in range(out.size):
-        out[i] = _exp64(x[i])
+    for lo in range(0, out.size, _CHUNK):
+        # Slice views: indexing from ``lo`` would keep LLVM's loads scalar.
+        xs = x[lo:lo + _CHUNK]
+        os = out[lo:lo + _CHUNK]
+        fast = True
+        for i in range(xs.size):
+            fast &= (xs[i] >= _EXP_NORMAL) & (xs[i] <= _EXP_FAST_TOP)
+        if fast:
+            for i in range(xs.size):
+                os[i] = _exp64_normal(xs[i])
+        else:
+            for i in range(xs.size):
+                os[i] = _exp64(xs[i])
 
 
 @njit(nogil=True, cache=True, error_model="numpy")

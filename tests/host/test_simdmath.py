@@ -148,6 +148,24 @@ def test_bits_depend_on_the_argument_alone(kind: str, dtype: str) -> None:
         assert wide[::-1].astype(dtype).tobytes() == whole.tobytes()
 
 
+
+def test_exp64_bits_whatever_its_neighbours() -> None:
+    """``exp64`` takes a fast loop over runs of arguments whose results are
+    normal and finite and ``_exp64`` over runs holding one that is not: each
+    element's bits are the same either way, and in place."""
+    rng = np.random.default_rng(7)
+    plain = rng.uniform(-708.39, 709.0, 4096)
+    plain[:64] = rng.uniform(-1, 1, 64)
+    mixed = plain.copy()
+    mixed[100::700] = [np.nan, -720.0, 709.5, -np.inf, np.inf, 1e300][:mixed[100::700].size]
+    keep = np.ones(plain.size, bool)
+    keep[100::700] = False
+    fast, slow = simdmath.exp64(plain), simdmath.exp64(mixed)
+    assert fast[keep].tobytes() == slow[keep].tobytes()
+    inplace = mixed.copy()
+    simdmath.exp64(inplace, out=inplace)
+    assert inplace.tobytes() == slow.tobytes()
+
 @sweep
 @pytest.mark.parametrize(("kind", "lo", "hi", "stride"),
                          [("expf", -104.0, 89.0, 5), ("tanhf", -10.0, 10.0, 3)])
