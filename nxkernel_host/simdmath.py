@@ -558,10 +558,11 @@ _W45: Final = np.int64(45)
 _X2, _X3, _X4, _X5 = (float.fromhex(h) for h in (
     "0x1.fffffffffff58p-2", "0x1.5555555555525p-3", "0x1.55555accc1ca7p-5",
     "0x1.11111430bcc06p-7"))
-#: The least float64 whose e^x is normal (e^x >= 2^-1022), and a bound below
-#: which 2^k·T_HI stays normal and finite.
+#: The least float64 whose e^x is normal (e^x >= 2^-1022); the bits of its
+#: magnitude, the fast loop's bound on |x| (2^k·T_HI normal and finite).
 _EXP_NORMAL: Final = -708.3964185322641
-_EXP_FAST_TOP: Final = 709.0
+_EXP_FAST_BITS: Final = np.int64(np.float64(-_EXP_NORMAL).view(np.int64))
+_ABS_BITS: Final = np.int64(0x7FFFFFFFFFFFFFFF)
 #: The fast loop's chunk (elements).
 _CHUNK: Final = 512
 
@@ -582,7 +583,7 @@ def _exp_reduce(x: float) -> tuple[np.int64, float]:  # pragma: no cover - compi
 
 @njit(inline="always")
 def _exp64_normal(x: float) -> float:  # pragma: no cover - compiled
-    """e^x for _EXP_NORMAL <= x <= _EXP_FAST_TOP: s + s·t rounded once,
+    """e^x for |x| <= -_EXP_NORMAL: s + s·t rounded once,
     s = 2^k·T_HI[j] built from its bits."""
     n, t = _exp_reduce(x)
     s = np.int64(_T_BITS[n & _TMASK] + (n << _W45)).view(np.float64)
@@ -654,10 +655,11 @@ def _exp64_loop(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
         # Slice views: indexing from ``lo`` would keep LLVM's loads scalar.
         xs = x[lo:lo + _CHUNK]
         os = out[lo:lo + _CHUNK]
-        fast = True
+        # The largest |x| by its bits (a NaN's are above every number's).
+        top = np.int64(0)
         for i in range(xs.size):
-            fast &= (xs[i] >= _EXP_NORMAL) & (xs[i] <= _EXP_FAST_TOP)
-        if fast:
+            top = max(top, np.int64(np.float64(xs[i]).view(np.int64)) & _ABS_BITS)
+        if top <= _EXP_FAST_BITS:
             for i in range(xs.size):
                 os[i] = _exp64_normal(xs[i])
         else:
