@@ -655,24 +655,38 @@ def _tanh64(x: float) -> float:  # pragma: no cover - compiled
     return float(np.copysign(fma(r, y, q), x))
 
 
+@njit(inline="always")
+def _abs_bits(x: float) -> np.int64:  # pragma: no cover - compiled
+    """|x|'s bits as an integer: above every number's for a NaN."""
+    return np.int64(np.float64(x).view(np.int64)) & _ABS_BITS
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def _exp64_loop(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
-    # Chunk by chunk: the fast loop where every argument's result is normal
-    # and finite, ``_exp64`` (subnormals, overflow, NaN) where one is not;
-    # the test reads x before anything is written (x may be out).
+    # Chunk by chunk: ``_exp64_normal`` where every argument's result is
+    # normal and finite (the largest |x| tells), ``_exp64`` (subnormals,
+    # overflow, NaN) where one is not. Apart, x and out are read and written
+    # in one pass, the chunk written again where the test fails; where they
+    # share memory (in place) the test reads the chunk before it is written.
     _wide_vectors()
+    a, b = x.ctypes.data, out.ctypes.data
+    apart = a + x.nbytes <= b or b + out.nbytes <= a
     for lo in range(0, out.size, _CHUNK):
         # Slice views: indexing from ``lo`` would keep LLVM's loads scalar.
         xs = x[lo:lo + _CHUNK]
         ys = out[lo:lo + _CHUNK]
-        # The largest |x| by its bits (a NaN's are above every number's).
         top = np.int64(0)
-        for i in range(xs.size):
-            top = max(top, np.int64(np.float64(xs[i]).view(np.int64)) & _ABS_BITS)
-        if top <= _EXP_FAST_BITS:
+        if apart:
             for i in range(xs.size):
                 ys[i] = _exp64_normal(xs[i])
+                top = max(top, _abs_bits(xs[i]))
         else:
+            for i in range(xs.size):
+                top = max(top, _abs_bits(xs[i]))
+            if top <= _EXP_FAST_BITS:
+                for i in range(xs.size):
+                    ys[i] = _exp64_normal(xs[i])
+        if top > _EXP_FAST_BITS:
             for i in range(xs.size):
                 ys[i] = _exp64(xs[i])
 
