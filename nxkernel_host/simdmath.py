@@ -51,11 +51,13 @@ element by Horner, 1.6 by Estrin).
 - ``expf`` and ``tanhf``, every operation in float32 (twice the lanes of
   float64, no conversions; measured in cache, one thread: Exp 0.37 ns per
   element against NumPy's float32 0.51 and the float32 path's 0.64; Tanh
-  0.44 against NumPy's 0.38 and the last form's 0.48, loaded). Exp: e^x =
-  2^k·(1 + m), m = e^r − 1 = r + r²·E(r) (r by two-part ln2, E a degree-5
-  fit), fl(s1 + s1·m)·s2 with 2^k = s1·s2 both normal, x clamped to [-104,
-  89]. Tanh: below |x| = 0.75, |x| + |x|³·T(x²) (T a degree-5 fit, relative
-  error 2^-29); from it 1 − 2/(d + 1), d = e^(2b) = 2^(k+1)·(1/2 + h), h =
+  0.49-0.65 against NumPy's 0.46-0.54 and the last form's 0.68-0.72, side by
+  side on a loaded machine: NumPy's, from SVML, takes a polynomial per
+  interval from a table, without a division). Exp: e^x = 2^k·(1 + m), m =
+  e^r − 1 = r + r²·E(r) (r by two-part ln2, E a degree-5 fit), fl(s1 +
+  s1·m)·s2 with 2^k = s1·s2 both normal, x clamped to [-104, 89]. Tanh:
+  below |x| = 0.75, |x| + |x|³·T(x²) (T a degree-5 fit, relative error
+  2^-29); from it 1 − 2/(d + 1), d = e^(2b) = 2^(k+1)·(1/2 + h), h =
   (e^(2r) − 1)/2 = r + r²·H(r), r = b − k·ln2/2 by one-part ln2/2 (H a
   degree-4 fit: d's errors are weighed by 2/(d + 1) <= 0.37 in the result),
   d + 1 rounded once by a fused multiply-add, |x| clamped to 9.5: 41
