@@ -4,9 +4,9 @@ host's float scans.
 A scan's states are cut into chunks (real Sum and Prod, Logsumexp: cache-sized,
 ``chunk_scan``) or blocks (``SCAN_BLOCK``, complex products) whose results
 the network fixes. Every kernel computes a function of its input alone,
-whatever the split of the work: the pool (``pool``) only decides which thread
-computes which chunk or block, so results are the same bits on any number of
-threads.
+whatever the split of the work: the pool (``pool``), and for chunks the
+threads' timing (``chunk_scan``), only decide which thread computes which
+chunk or block, so results are the same bits on any number of threads.
 
 Kernels take C-contiguous arrays; none uses fastmath (it would reassociate)
 or calls a recursive helper (``cache=True`` breaks on recursion, numba #6061).
@@ -42,12 +42,14 @@ SCAN_BLOCK: Final = 4096
 SCAN_CHUNK_BYTES: Final = 1 << 17
 
 #: Bytes of states from which a real Sum or Prod scan shares its chunks out
-#: over threads. Below, one thread scans them: the pool's two hand-offs (the
-#: tree values of the chunks before each thread's first, then the chunks)
-#: cost more than a second thread saves there. Measured on the idle 2-core
-#: machine, float32 cumsum against np.cumsum, one thread / two: 1.5e5 terms
-#: 1.8 / 1.3, 4e5 2.9 / 2.4, 1e6 2.5 / 3.0, 2e6 2.7 / 3.7.
-#: Logsumexp scans, bound by arithmetic, share from ``pool.MIN_PARALLEL``.
+#: over threads. Below, one thread scans them: waking a pool thread costs
+#: the caller 30 to 50 µs (after 1 to 5 ms idle, on this 2-core guest) and
+#: the woken thread starts 0.1 to 0.3 ms later, more than a second thread
+#: saves there. Measured, float32 cumsum against np.cumsum, one thread /
+#: two, the threads pinned to the two cores (the machine loaded): 1.5e5
+#: terms 3.9 / 2.8, 2.5e5 4.4 / 3.6, 4e5 4.0 / 4.3, 6e5 4.1 / 4.7, 1e6
+#: 4.2 / 4.7. Logsumexp scans, bound by arithmetic, share from
+#: ``pool.MIN_PARALLEL``.
 SCAN_PARALLEL_BYTES: Final = 1 << 21
 
 # Result i of the network is the chain, left to right, of the pairwise-tree
@@ -559,12 +561,11 @@ def _lse_chunk_scans(a: Arr, out: Arr, m: int, t: Arr, done: Arr, slots: Arr, me
     _chunk_scans(LSE, a, out, m, t, done, slots, me, chunk, share)
 
 
-#: The share of a taken claim's chunks its owner keeps: with a chunk's tree
-#: value (which the taker computes for the chunks it leaves) costing about
-#: a quarter of its scan, both then finish together (owner's share / (2 −
-#: tree cost)). A Logsumexp tree value costs about half its scan. Only the
-#: split of the work depends on it.
-_SHARE: Final = {ADD: 1 / 1.75, MUL: 1 / 1.75, LSE: 1 / 1.5}
+#: The share of a taken claim's chunks its owner keeps. The taker also
+#: computes the tree values of the chunks it leaves, each about a third of a
+#: chunk's scan (measured 0.3 to 0.5, the states read from memory), so both
+#: finish together at 1 / (2 - 1/3). Only the split of the work depends on it.
+_SHARE: Final = 0.6
 
 
 def real_scan(mul: bool, states: Arr, out: Arr, chunk: int = 0) -> None:
@@ -607,13 +608,12 @@ def _scan_group(op: int, states: Arr, out: Arr, chunk: int, nc: int) -> None:
     done = np.zeros(units, np.int64)
     slots = np.zeros(parts, np.int64)
     slots[0] = units << 32
-    share = _SHARE[op]
     if op == LSE:
         pool.parallel([functools.partial(_lse_chunk_scans, a, o, m, t, done, slots, me, chunk,
-                                         share) for me in range(parts)])
+                                         _SHARE) for me in range(parts)])
     else:
         pool.parallel([functools.partial(_chunk_scans, op, a, o, m, t, done, slots, me, chunk,
-                                         share) for me in range(parts)])
+                                         _SHARE) for me in range(parts)])
 
 
 def network_scan(kind: int, states: Arr, out: Arr, block: int = SCAN_BLOCK) -> None:

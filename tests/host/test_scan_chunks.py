@@ -121,7 +121,7 @@ def _claimed(op: int, x: np.ndarray, chunk: int, steps: list[tuple[int, int | No
         if stop is not None:
             slots[me] = (stop << 32) | (int(slots[me]) & N._FRONT)
         N._chunk_scans(op, x.reshape(-1), out.reshape(-1), m, t, done, slots, me, chunk,
-                       N._SHARE[op])
+                       N._SHARE)
         if stop is not None:
             slots[me] = (limit << 32) | (int(slots[me]) & N._FRONT)
     return out
