@@ -474,17 +474,36 @@ def _take(slots: Arr, me: int, seen: int, j: int) -> bool:  # pragma: no cover -
             return False
 
 
+@njit(inline="always")
+def _prefix(op: int, a: Arr, m: int, t: Arr, done: Arr, j: int, chunk: int, q: Arr, lev: Arr,
+            vals: Arr, sizes: Arr) -> int:  # pragma: no cover - compiled
+    """The counter (``vals``, ``sizes``: ``_push``) of the tree values of the
+    chunks before flat chunk ``j`` in its row, read from ``t`` where ``done``
+    and computed where not; returns its depth."""
+    nc = t.shape[1]
+    r = j // nc
+    depth = 0
+    for c in range(j - r * nc):
+        if atomics.load(done, r * nc + c) != 0:
+            v = t[r, c]
+        else:
+            v = _top(op, a[r * m + c * chunk:r * m + (c + 1) * chunk], q, lev)
+        depth = _push(op, vals, sizes, depth, v)
+    return depth
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, done: Arr, slots: Arr, me: int,
                  chunk: int, share: float) -> None:  # pragma: no cover - compiled
     """One thread's part of the network's results over the chunks of the rows
     of ``m`` states ``a`` into ``out`` (both flat), chunk by chunk as slot
-    ``me`` of ``slots`` claims them; a slot that holds no claim first takes
-    one (``_steal``). NaN results are the positive quiet NaN. Before claiming
-    a chunk, its tree value goes into ``t[r, c]`` and ``done[r·nc + c]`` is set:
-    a thread that takes chunks from the middle of a row chains the tree values
-    of the row's chunks before them, read from ``t`` where done and computed
-    where not. ``out`` may be narrower than ``a`` (float32 results of float64
+    ``me`` of ``slots`` claims them; where its claim is done (or none), it
+    takes the end of the largest claim left (``_steal``), until none has two
+    chunks left: a thread that another holds up takes its work. NaN results
+    are the positive quiet NaN. Before claiming a chunk, its tree value goes
+    into ``t[r, c]`` and ``done[r·nc + c]`` is set: a thread that takes chunks
+    from the middle of a row chains the tree values of the row's chunks
+    before them (``_prefix``). ``out`` may be narrower than ``a`` (float32 results of float64
     states): each result rounds once as it is stored. ``out`` must not share
     memory with ``a`` where more than one thread runs: a thread may read the
     states of a chunk another is writing."""
@@ -498,24 +517,18 @@ def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, done: Arr, slots: Ar
     sizes = np.zeros(64, np.int64)
     sizes_l = np.empty(64, np.int64)
     offs = np.empty(64, np.int64)
-    seen = atomics.load(slots, me)
-    if (seen >> 32) <= (seen & _FRONT) and _steal(slots, me, share) < 0:
-        return
-    seen = atomics.load(slots, me)
-    depth = 0
-    r = (seen & _FRONT) // nc
-    for c in range((seen & _FRONT) - r * nc):
-        j = r * nc + c
-        if atomics.load(done, j) != 0:
-            v = t[r, c]
-        else:
-            v = _top(op, a[r * m + c * chunk:r * m + (c + 1) * chunk], q, lev)
-        depth = _push(op, vals, sizes, depth, v)
+    depth = -1
     while True:
         seen = atomics.load(slots, me)
         j = seen & _FRONT
         if j >= seen >> 32:
-            return
+            # The claim is done (or was taken): take the end of another.
+            if _steal(slots, me, share) < 0:
+                return
+            depth = -1
+            continue
+        if depth < 0:
+            depth = _prefix(op, a, m, t, done, j, chunk, q, lev, vals, sizes)
         r = j // nc
         c = j - r * nc
         if c == 0:
@@ -531,7 +544,7 @@ def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, done: Arr, slots: Ar
         t[r, c] = tv
         atomics.store(done, j, 1)
         if not _take(slots, me, seen, j):
-            return
+            continue
         has_p = depth > 0
         p = _chain(op, vals, depth) if has_p else s[0]
         # The top level's one result: P_{c+1} for a full chunk, else the
@@ -583,10 +596,11 @@ def chunk_scan(op: int, states: Arr, out: Arr, chunk: int = 0) -> None:
 
     The calling thread claims every chunk, in order; each pool thread that
     starts while chunks are left takes the end of the largest claim left
-    (``_steal``). So a pool thread that wakes late takes less, and none
-    that has not woken holds the call up: the pool's wake-up, 0.1 to 0.3 ms
-    on this 2-core machine after a few ms idle, is as long as a thread's
-    half of a 10^6-term float32 scan."""
+    (``_steal``), and every thread whose claim is done takes again. So a pool
+    thread that wakes late takes less, and none that has not woken, or that
+    another process holds off its core, holds the call up: the pool's
+    wake-up, 0.1 to 0.3 ms on this 2-core machine after a few ms idle, is as
+    long as a thread's half of a 10^6-term float32 scan."""
     rows, m = states.shape
     if rows == 0 or m == 0:
         return
