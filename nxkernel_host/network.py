@@ -606,8 +606,9 @@ def chunk_scan(op: int, states: Arr, out: Arr, chunk: int = 0) -> None:
         return
     chunk = chunk or SCAN_CHUNK_BYTES // states.itemsize
     nc = -(-m // chunk)
-    # Rows in groups whose chunks a claim's 32-bit front and limit count.
-    step = max(1, _FRONT // nc)
+    # Rows in groups of fewer than 2^31 chunks: a claim's limit, shifted
+    # 32 bits up, stays below 2^63.
+    step = max(1, (_FRONT >> 1) // nc)
     for r0 in range(0, rows, step):
         _scan_group(op, states[r0:r0 + step], out[r0:r0 + step], chunk, nc)
 

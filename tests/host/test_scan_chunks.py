@@ -153,3 +153,17 @@ def test_chunk_claims_taken_in_any_order_are_the_network(
     w = rng.standard_normal(shape) * 30
     (want_lse,) = odd_even_scan((w,), lambda a, b: (logaddexp(a[0], b[0]),))
     assert bits(_claimed(N.LSE, w, 16, turns)) == bits(canonical(want_lse))
+
+
+def test_rows_scanned_in_groups_are_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rows go to the kernel in groups of fewer than 2^31 chunks (_FRONT >> 1):
+    # a small _FRONT makes groups of 3 rows of 2 chunks here.
+    monkeypatch.setattr(N, "_FRONT", 15)
+    rng = np.random.default_rng(11)
+    x = spread(rng, (20, 30), np.float32)
+    with np.errstate(all="ignore"):
+        (want,) = odd_even_scan((x,), lambda a, b: (a[0] + b[0],))
+    got = np.empty_like(x)
+    with threads(2):
+        N.real_scan(False, x, got, 16)
+    assert bits(got) == bits(canonical(want))
