@@ -83,8 +83,9 @@ __all__ = ["ULPS", "Impl", "const_value", "fma_float", "fma_int", "op1", "op2", 
 #: float32 ulp of the exact one (NumPy's float64, or ``simdmath``'s float32
 #: path of Erf, to about 2^-35), so it lies within an ulp, Exp and Tanh of
 #: float32 (in float32 arithmetic) are within an ulp of the correctly rounded
-#: value, and the narrower floats, which round the float64 value of the float32
-#: path once into their format, within an ulp of theirs.
+#: value (Tanh swept over every float32 of [-10, 10], beyond which it rounds
+#: to ±1), and the narrower floats, which round the float64 value of the
+#: float32 path once into their format, within an ulp of theirs.
 _INEXACT: Final = (*(k.name.lower() for k in sorted(TRANSCENDENTAL, key=lambda k: k.value)),
                    "pow", "atan2")
 ULPS: Final[Mapping[str, Mapping[str, int]]] = {

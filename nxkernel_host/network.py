@@ -4,9 +4,9 @@ host's float scans.
 A scan's states are cut into chunks (real Sum and Prod, Logsumexp: cache-sized,
 ``chunk_scan``) or blocks (``SCAN_BLOCK``, complex products) whose results
 the network fixes. Every kernel computes a function of its input alone,
-whatever the split of the work: the pool (``pool``) only decides which thread
-computes which chunk or block, so results are the same bits on any number of
-threads.
+whatever the split of the work: the pool (``pool``), and for chunks the
+threads' timing (``chunk_scan``), only decide which thread computes which
+chunk or block, so results are the same bits on any number of threads.
 
 Kernels take C-contiguous arrays; none uses fastmath (it would reassociate)
 or calls a recursive helper (``cache=True`` breaks on recursion, numba #6061).
@@ -15,6 +15,7 @@ or calls a recursive helper (``cache=True`` breaks on recursion, numba #6061).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, Final, cast
 
@@ -23,7 +24,7 @@ import numpy.typing as npt
 from numba import njit, types
 from numba.extending import intrinsic
 
-from . import pool
+from . import atomics, pool
 from .lanes import cmul
 from .logaddexp import lse2
 from .simdmath import prefer_wide_vectors
@@ -41,12 +42,14 @@ SCAN_BLOCK: Final = 4096
 SCAN_CHUNK_BYTES: Final = 1 << 17
 
 #: Bytes of states from which a real Sum or Prod scan shares its chunks out
-#: over threads. Below, one thread scans them: the pool's two hand-offs (the
-#: tree values of the chunks before each thread's first, then the chunks)
-#: cost more than a second thread saves there. Measured on the idle 2-core
-#: machine, float32 cumsum against np.cumsum, one thread / two: 1.5e5 terms
-#: 1.8 / 1.3, 4e5 2.9 / 2.4, 1e6 2.5 / 3.0, 2e6 2.7 / 3.7.
-#: Logsumexp scans, bound by arithmetic, share from ``pool.MIN_PARALLEL``.
+#: over threads. Below, one thread scans them: waking a pool thread costs
+#: the caller 30 to 50 µs (after 1 to 5 ms idle, on this 2-core guest) and
+#: the woken thread starts 0.1 to 0.3 ms later, more than a second thread
+#: saves there. Measured, float32 cumsum against np.cumsum, one thread /
+#: two, the threads pinned to the two cores (the machine loaded): 1.5e5
+#: terms 3.9 / 2.8, 2.5e5 4.4 / 3.6, 4e5 4.0 / 4.3, 6e5 4.1 / 4.7, 1e6
+#: 4.2 / 4.7. Logsumexp scans, bound by arithmetic, share from
+#: ``pool.MIN_PARALLEL``.
 SCAN_PARALLEL_BYTES: Final = 1 << 21
 
 # Result i of the network is the chain, left to right, of the pairwise-tree
@@ -244,8 +247,8 @@ def _blocks(kind: int, s: Arr, p: Arr, out: Arr, j0: int, j1: int,
 # reach above the chunk, is P_{c+1}. Loops run over contiguous slices, so the
 # compiler vectorises them; ``op`` is loop-invariant, so its test is hoisted.
 # Logsumexp scans, one float64 component, take the same kernels, through
-# ``_lse_chunk_trees`` and ``_lse_chunk_scans``, which compile them apart with
-# LSE a constant (``_wide_for``), the combination ``logaddexp.lse2``.
+# ``_lse_chunk_scans``, which compiles them apart with LSE a constant
+# (``_wide_for``), the combination ``logaddexp.lse2``.
 
 
 @njit(inline="always")
@@ -286,13 +289,11 @@ def _descend(op: int, up: Arr, v: Arr, dst: Arr) -> None:  # pragma: no cover - 
         dst[2 * h] = _op(op, up[h - 1], v[2 * h])
 
 
-@njit(nogil=True, error_model="numpy")
-def _canonical(o: Arr) -> None:  # pragma: no cover - compiled
-    """Every NaN of ``o`` the positive quiet NaN (a select: it vectorises)."""
-    nan = o.dtype.type(np.nan)
-    for i in range(o.size):
-        v = o[i]
-        o[i] = v if v == v else nan
+@njit(inline="always")
+def _canon(v: Any) -> Any:  # pragma: no cover - compiled
+    """``v``, but the positive quiet NaN where ``v`` is NaN (a select: it
+    vectorises)."""
+    return v if v == v else _like(v, np.nan)
 
 
 @njit(nogil=True, error_model="numpy")
@@ -307,35 +308,43 @@ def _quarter(op: int, s: Arr, dst: Arr) -> None:  # pragma: no cover - compiled
 @njit(nogil=True, error_model="numpy")
 def _descend4(op: int, up: Arr, s: Arr, o: Arr, p: Any, has_p: bool) -> None:  # pragma: no cover
     """Results ``o`` of states ``s`` (four or more) from level 2's results
-    ``up``, through level 1's without storing them: with x level 2's result
-    before a block of four and l level 1's value s[4i] ⊕ s[4i+1], the block's
-    results are x ⊕ s[4i], x ⊕ l, (x ⊕ l) ⊕ s[4i+2] and ``up[i]``; before
-    block 0, x is ``p`` where ``has_p`` and nothing otherwise."""
+    ``up``, through level 1's without storing them, NaN results the positive
+    quiet NaN: with x level 2's result before a block of four and l level 1's
+    value s[4i] ⊕ s[4i+1], the block's results are x ⊕ s[4i], x ⊕ l,
+    (x ⊕ l) ⊕ s[4i+2] and ``up[i]``; before block 0, x is ``p`` where
+    ``has_p`` and nothing otherwise. ``o`` may be ``s``: each block's states
+    are read before its results are stored."""
     _wide_for(op)
     h = up.size
-    first = _op(op, s[0], s[1])
-    o[0] = _op(op, p, s[0]) if has_p else s[0]
+    s0, s1, s2 = s[0], s[1], s[2]
+    first = _op(op, s0, s1)
     r1 = _op(op, p, first) if has_p else first
-    o[1] = r1
-    o[2] = _op(op, r1, s[2])
-    o[3] = up[0]
+    o[0] = _canon(_op(op, p, s0) if has_p else s0)
+    o[1] = _canon(r1)
+    o[2] = _canon(_op(op, r1, s2))
+    o[3] = _canon(up[0])
     for i in range(1, h):
         x = up[i - 1]
         b = 4 * i
-        r1 = _op(op, x, _op(op, s[b], s[b + 1]))
-        o[b] = _op(op, x, s[b])
-        o[b + 1] = r1
-        o[b + 2] = _op(op, r1, s[b + 2])
-        o[b + 3] = up[i]
+        s0, s1, s2 = s[b], s[b + 1], s[b + 2]
+        r1 = _op(op, x, _op(op, s0, s1))
+        o[b] = _canon(_op(op, x, s0))
+        o[b + 1] = _canon(r1)
+        o[b + 2] = _canon(_op(op, r1, s2))
+        o[b + 3] = _canon(up[i])
     b = 4 * h
-    if s.size > b:
+    rest = s.size - b
+    if rest > 0:
         x = up[h - 1]
-        o[b] = _op(op, x, s[b])
-        if s.size > b + 1:
-            r1 = _op(op, x, _op(op, s[b], s[b + 1]))
-            o[b + 1] = r1
-            if s.size > b + 2:
-                o[b + 2] = _op(op, r1, s[b + 2])
+        s0 = s[b]
+        s1 = s[b + 1] if rest > 1 else s0
+        s2 = s[b + 2] if rest > 2 else s0
+        o[b] = _canon(_op(op, x, s0))
+        if rest > 1:
+            r1 = _op(op, x, _op(op, s0, s1))
+            o[b + 1] = _canon(r1)
+            if rest > 2:
+                o[b + 2] = _canon(_op(op, r1, s2))
 
 
 @njit(inline="always")
@@ -422,34 +431,93 @@ def _results(op: int, s: Arr, o: Arr, lev: Arr, res: Arr, sizes: Arr, offs: Arr,
         _descend(op, up, v, dst)
 
 
+#: A thread's claim of chunks in ``slots``: ``limit << 32 | front``. It has
+#: claimed the chunks (flat ``r·nc + c``) from its first to ``front`` and may
+#: go on to ``limit``; another thread takes the end of a claim by lowering
+#: its limit.
+_FRONT: Final = (1 << 32) - 1
+
+
+@njit(inline="always")
+def _steal(op: int, a: Arr, m: int, t: Arr, done: Arr, slots: Arr, me: int, chunk: int,
+           share: float, q: Arr, lev: Arr, vals: Arr, sizes: Arr) -> int:  # pragma: no cover
+    """Take the last part of the claim with the most chunks left (two or
+    more) into slot ``me``: its first ``share`` stays with the claim's owner,
+    at least one chunk. The counter of the tree values before the first
+    chunk taken (``_prefix``) is made before the claim is cut, so a thread
+    held up meanwhile holds no chunk up: the cut is made only where the
+    claim still reaches past that chunk, which is then the new claim's
+    first. Returns the counter's depth, -1 where no claim has two left."""
+    while True:
+        best = -1
+        seen = 0
+        most = 1
+        for s in range(slots.size):
+            w = atomics.load(slots, s)
+            left = (w >> 32) - (w & _FRONT)
+            if left > most:
+                best, seen, most = s, w, left
+        if best < 0:
+            return -1
+        front = seen & _FRONT
+        k = min(max(front + math.ceil(most * share), front + 1), (seen >> 32) - 1)
+        depth = _prefix(op, a, m, t, done, k, chunk, q, lev, vals, sizes)
+        while True:
+            w = atomics.load(slots, best)
+            if not (w & _FRONT) <= k < (w >> 32):
+                break  # its owner has passed k, or a thread took k: choose again
+            if atomics.cas(slots, best, w, (k << 32) | (w & _FRONT)):
+                atomics.store(slots, me, ((w >> 32) << 32) | k)
+                return depth
+
+
+@njit(inline="always")
+def _take(slots: Arr, me: int, seen: int, j: int) -> bool:  # pragma: no cover - compiled
+    """Claim chunk ``j``, slot ``me``'s front when it read ``seen``, unless a
+    thread took it meanwhile (its limit now at or below ``j``)."""
+    while True:
+        if atomics.cas(slots, me, seen, ((seen >> 32) << 32) | (j + 1)):
+            return True
+        seen = atomics.load(slots, me)
+        if j >= seen >> 32:
+            return False
+
+
+@njit(inline="always")
+def _prefix(op: int, a: Arr, m: int, t: Arr, done: Arr, j: int, chunk: int, q: Arr, lev: Arr,
+            vals: Arr, sizes: Arr) -> int:  # pragma: no cover - compiled
+    """The counter (``vals``, ``sizes``: ``_push``) of the tree values of the
+    chunks before flat chunk ``j`` in its row, read from ``t`` where ``done``
+    and computed where not; returns its depth."""
+    nc = t.shape[1]
+    r = j // nc
+    depth = 0
+    for c in range(j - r * nc):
+        if atomics.load(done, r * nc + c) != 0:
+            v = t[r, c]
+        else:
+            v = _top(op, a[r * m + c * chunk:r * m + (c + 1) * chunk], q, lev)
+        depth = _push(op, vals, sizes, depth, v)
+    return depth
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
-def _chunk_trees(op: int, a: Arr, m: int, t: Arr, j0: int, j1: int,
-                 chunk: int) -> None:  # pragma: no cover - compiled
-    """``t[r, c]`` = the tree value of full chunk ``c`` of row ``r`` of the rows
-    of ``m`` states ``a`` (flat), for flat ``r·nc + c`` in [j0, j1), nc =
-    ``t.shape[1]``; a partial chunk's entry is left alone."""
+def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, done: Arr, slots: Arr, me: int,
+                 chunk: int, share: float) -> None:  # pragma: no cover - compiled
+    """One thread's part of the network's results over the chunks of the rows
+    of ``m`` states ``a`` into ``out`` (both flat), chunk by chunk as slot
+    ``me`` of ``slots`` claims them; where its claim is done (or none), it
+    takes the end of the largest claim left (``_steal``), until none has two
+    chunks left: a thread that another holds up takes its work. NaN results
+    are the positive quiet NaN. Before claiming a chunk, its tree value goes
+    into ``t[r, c]`` and ``done[r·nc + c]`` is set: a thread that takes chunks
+    from the middle of a row chains the tree values of the row's chunks
+    before them (``_prefix``). ``out`` may be narrower than ``a`` (float32 results of float64
+    states): each result rounds once as it is stored. ``out`` must not share
+    memory with ``a`` where more than one thread runs: a thread may read the
+    states of a chunk another is writing."""
     _wide_for(op)
     nc = t.shape[1]
-    lev = np.empty(chunk, a.dtype)
-    q = np.empty(chunk // 4 + 1, a.dtype)
-    for j in range(j0, j1):
-        r = j // nc
-        c = j - r * nc
-        lo = r * m + c * chunk
-        if (c + 1) * chunk <= m:
-            t[r, c] = _top(op, a[lo:lo + chunk], q, lev)
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1: int,
-                 chunk: int) -> None:  # pragma: no cover - compiled
-    """``out`` = the network's results over chunk ``c`` of row ``r`` of the rows
-    of ``m`` states ``a`` (both flat), for flat ``r·nc + c`` in [j0, j1), NaN
-    results the positive quiet NaN; ``t[r, :c]`` holds the tree values of the
-    row's chunks before the range's first. ``out`` may be narrower than ``a``
-    (float32 results of float64 states): each result rounds once as it is
-    stored."""
-    _wide_for(op)
     lev = np.empty(chunk, a.dtype)
     res = np.empty(chunk, a.dtype)
     q = np.empty(chunk // 4 + 1, a.dtype)
@@ -458,15 +526,22 @@ def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1
     sizes = np.zeros(64, np.int64)
     sizes_l = np.empty(64, np.int64)
     offs = np.empty(64, np.int64)
-    depth = 0
-    r = j0 // nc
-    c = j0 - r * nc
-    for k in range(c):
-        depth = _push(op, vals, sizes, depth, t[r, k])
-    for _ in range(j0, j1):
-        if c == nc:
-            r += 1
-            c = 0
+    depth = -1
+    while True:
+        seen = atomics.load(slots, me)
+        j = seen & _FRONT
+        if j >= seen >> 32:
+            # The claim is done (or was taken): take the end of another.
+            depth = _steal(op, a, m, t, done, slots, me, chunk, share, q, lev, vals, sizes)
+            if depth < 0:
+                return
+            continue
+        if depth < 0:
+            # The claim this slot started with: the counter before its front.
+            depth = _prefix(op, a, m, t, done, j, chunk, q, lev, vals, sizes)
+        r = j // nc
+        c = j - r * nc
+        if c == 0:
             depth = 0
         lo = r * m + c * chunk
         mm = min(chunk, m - c * chunk)
@@ -476,6 +551,10 @@ def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1
         # states directly and level 1 never stored: the levels from b up.
         b = q[:mm // 4] if mm >= 4 else s
         tv = _top(op, s, q, lev)
+        t[r, c] = tv
+        atomics.store(done, j, 1)
+        if not _take(slots, me, seen, j):
+            continue
         has_p = depth > 0
         p = _chain(op, vals, depth) if has_p else s[0]
         # The top level's one result: P_{c+1} for a full chunk, else the
@@ -493,24 +572,23 @@ def _chunk_scans(op: int, a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1
             # Into the states' type first: ``o`` may be a float32 destination.
             r3 = res2[:mm]
             _results(op, s, r3, lev, res, sizes_l, offs, p, has_p, above)
-            o[:] = r3
-        _canonical(o)
-        c += 1
+            for i in range(mm):
+                o[i] = _canon(r3[i])
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _lse_chunk_trees(a: Arr, m: int, t: Arr, j0: int, j1: int,
-                     chunk: int) -> None:  # pragma: no cover - compiled
-    """``_chunk_trees`` of Logsumexp states, LSE a constant: its loops
+def _lse_chunk_scans(a: Arr, out: Arr, m: int, t: Arr, done: Arr, slots: Arr, me: int,
+                     chunk: int, share: float) -> None:  # pragma: no cover - compiled
+    """``_chunk_scans`` of Logsumexp states, LSE a constant: its loops
     compiled apart, at 512 bits (``_wide_for``)."""
-    _chunk_trees(LSE, a, m, t, j0, j1, chunk)
+    _chunk_scans(LSE, a, out, m, t, done, slots, me, chunk, share)
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
-def _lse_chunk_scans(a: Arr, out: Arr, m: int, t: Arr, nc: int, j0: int, j1: int,
-                     chunk: int) -> None:  # pragma: no cover - compiled
-    """``_chunk_scans`` of Logsumexp states, as ``_lse_chunk_trees``."""
-    _chunk_scans(LSE, a, out, m, t, nc, j0, j1, chunk)
+#: The share of a taken claim's chunks its owner keeps. The taker also
+#: computes the tree values of the chunks it leaves, each about a third of a
+#: chunk's scan (measured 0.3 to 0.5, the states read from memory), so both
+#: finish together at 1 / (2 - 1/3). Only the split of the work depends on it.
+_SHARE: Final = 0.6
 
 
 def real_scan(mul: bool, states: Arr, out: Arr, chunk: int = 0) -> None:
@@ -524,35 +602,45 @@ def real_scan(mul: bool, states: Arr, out: Arr, chunk: int = 0) -> None:
 def chunk_scan(op: int, states: Arr, out: Arr, chunk: int = 0) -> None:
     """``out`` = the network's scan of ``(rows, m)`` one-component states by
     ``op`` (ADD, MUL or LSE), in chunks of ``chunk`` states (0: the cache's);
-    float32 ``out`` of float64 states holds each result rounded once."""
+    float32 ``out`` of float64 states holds each result rounded once.
+
+    The calling thread claims every chunk, in order; each pool thread that
+    starts while chunks are left takes the end of the largest claim left
+    (``_steal``), and every thread whose claim is done takes again; a taker
+    chains the tree values before its first chunk before it cuts the claim.
+    So a pool thread that wakes late takes less, and none that has not
+    woken, or that another process holds off its core, holds up more than
+    the chunk it is scanning: the pool's
+    wake-up, 0.1 to 0.3 ms on this 2-core machine after a few ms idle, is as
+    long as a thread's half of a 10^6-term float32 scan."""
     rows, m = states.shape
     if rows == 0 or m == 0:
         return
     chunk = chunk or SCAN_CHUNK_BYTES // states.itemsize
     nc = -(-m // chunk)
-    a, o = states.reshape(-1), out.reshape(-1)
-    t = np.empty((rows, nc), states.dtype)
+    # Rows in groups of fewer than 2^31 chunks: a claim's limit, shifted
+    # 32 bits up, stays below 2^63.
+    step = max(1, (_FRONT >> 1) // nc)
+    for r0 in range(0, rows, step):
+        _scan_group(op, states[r0:r0 + step], out[r0:r0 + step], chunk, nc)
+
+
+def _scan_group(op: int, states: Arr, out: Arr, chunk: int, nc: int) -> None:
+    rows, m = states.shape
     units = rows * nc
     light = op != LSE and states.nbytes < SCAN_PARALLEL_BYTES
-    cuts = pool.spans(units, 1 if light else pool.parts_for(units, rows * m))
-    # A range that starts inside a row needs the tree values of the row's
-    # chunks before it: those come first, shared out over the threads.
-    need = max(j0 for j0, _ in cuts)
-    if nc > 1 and need > 0:
-        _run_flat(functools.partial(_trees_at, op, a, m, t, chunk), need, need * chunk)
+    parts = 1 if light or np.may_share_memory(states, out) else pool.parts_for(units, rows * m)
+    a, o = states.reshape(-1), out.reshape(-1)
+    t = np.empty((rows, nc), states.dtype)
+    done = np.zeros(units, np.int64)
+    slots = np.zeros(parts, np.int64)
+    slots[0] = units << 32
     if op == LSE:
-        pool.parallel([functools.partial(_lse_chunk_scans, a, o, m, t, nc, j0, j1, chunk)
-                       for j0, j1 in cuts])
+        pool.parallel([functools.partial(_lse_chunk_scans, a, o, m, t, done, slots, me, chunk,
+                                         _SHARE) for me in range(parts)])
     else:
-        pool.parallel([functools.partial(_chunk_scans, op, a, o, m, t, nc, j0, j1, chunk)
-                       for j0, j1 in cuts])
-
-
-def _trees_at(op: int, a: Arr, m: int, t: Arr, chunk: int, j0: int, j1: int) -> None:
-    if op == LSE:
-        _lse_chunk_trees(a, m, t, j0, j1, chunk)
-    else:
-        _chunk_trees(op, a, m, t, j0, j1, chunk)
+        pool.parallel([functools.partial(_chunk_scans, op, a, o, m, t, done, slots, me, chunk,
+                                         _SHARE) for me in range(parts)])
 
 
 def network_scan(kind: int, states: Arr, out: Arr, block: int = SCAN_BLOCK) -> None:

@@ -49,6 +49,12 @@ def _from_positive_zero(states: Arr, rows: Arr) -> Arr:
     """A Sum scan's float states without a carry, from +0 (Monoid Sum adds
     its terms from +0): state 0 is +0 + term 0, which is term 0 but for −0,
     +0. Copies ``states`` before the change where they may be ``rows``'."""
+    if states.shape[0] == 1 and states.shape[1] > 0:
+        # One row (a cumsum's): a Python float's test costs a tenth of
+        # NumPy's four calls on a cache the scan has just flushed.
+        v = float(states[0, 0])
+        if v != 0 or math.copysign(1.0, v) > 0:
+            return states
     first = states[:, :1]
     if not ((first == 0) & np.signbit(first)).any():
         return states

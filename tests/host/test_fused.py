@@ -15,7 +15,7 @@ import pytest
 
 from nxkernel_core import dtype as D
 from nxkernel_core.prog import Binary, Prog, Unary
-from nxkernel_host import program, threads
+from nxkernel_host import program, simdmath, threads
 from tests.host.sweeps import sweep
 from tests.host.test_map import rng_for, values
 
@@ -123,6 +123,30 @@ def test_an_operand_as_its_destination() -> None:
     for w, g in zip(want, targets, strict=True):
         assert np.array_equal(np.isnan(w), np.isnan(g))
         assert ((w.view(np.uint32) == g.view(np.uint32)) | np.isnan(w)).all()
+
+
+def test_a_compiled_loops_boxes() -> None:
+    """Boxes of a multiple of 4096 elements from 2^16 to 2^20, at least four
+    per thread where boxes of 2^16 make that many."""
+    for size in (1 << 18, 10**6 + 3, 10**7, 10**8):
+        for t in (1, 2, 3, 8):
+            box = program.fused_box(size, t)
+            assert box % 4096 == 0 and 1 << 16 <= box <= 1 << 20, (size, t, box)
+            assert -(-size // box) >= min(4 * t, size >> 16), (size, t, box)
+            assert box == 1 << 20 or -(-size // box) <= 4 * t + 1 or box == 1 << 16, (size, t, box)
+
+
+@pytest.mark.usefixtures("loops")
+def test_boxes_of_any_size_give_the_kinds_bits() -> None:
+    """Tanh of float32 over 10^6 + 3 elements on 1, 2 and 3 threads (boxes of
+    249856, 122880, 81920 elements): the bits of the kind's own loop."""
+    b = Prog.build([D.float32])
+    (x,) = b.ins
+    p = b.finish(b.tanh(x))
+    xs = [values(D.float32, 10**6 + 3, rng_for("fused boxes"))]
+    want = simdmath.tanhf(xs[0])
+    for t in (1, 2, 3):
+        assert _map(p, xs, True, t)[0].tobytes() == want.tobytes(), t
 
 
 def _lone(dt: D.Dtype, kind: Unary | Binary) -> Prog:

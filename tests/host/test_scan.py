@@ -315,6 +315,24 @@ def test_layouts_axes_and_threads_give_identical_bits() -> None:
     assert bits(results[0]) == bits(results[1])
 
 
+@pytest.mark.parametrize("n", [6, 7, 4099, 2**19 + 3])
+@pytest.mark.parametrize("red", [SUM, PROD])
+def test_a_scan_into_its_own_operand_gives_the_bits_of_a_fresh_destination(
+        n: int, red: Any) -> None:
+    # A destination identical to the operand (the door lets it): each block's
+    # states are read before its results are stored, and 2^19 + 3 float32
+    # states (over the sharing threshold) stay on one thread.
+    rng = np.random.default_rng(n)
+    x = (1 + rng.standard_normal((1, n)) * 1e-3 if red is PROD
+         else spread(rng, (1, n), np.float32)).astype(np.float32)
+    (want,) = scan(Array.from_numpy(x), 1, red)
+    a = Array.from_numpy(x)
+    spec = S.Scan(Prog.identity(D.float32), (S.PLAIN,), 1, red, 0, D.float32)
+    with threads(2):
+        assert lib.scan(spec, [a], [a]) is Answer.DONE
+    assert bits(a.to_numpy()) == bits(want)
+
+
 def test_a_program_is_evaluated_for_its_terms() -> None:
     rng = np.random.default_rng(9)
     x = rng.standard_normal((3, 700)).astype(np.float64)

@@ -101,3 +101,69 @@ def test_moments_scans_are_the_network_for_any_chunk_and_threads(m: int, with_ca
             moments_scan(x, carry, got_mean, got_var, chunk or 4096)
         assert bits(got_mean) == bits(canonical(mean.astype(np.float32)))
         assert bits(got_var) == bits(canonical(var.astype(np.float32)))
+
+
+def _claimed(op: int, x: np.ndarray, chunk: int, steps: list[tuple[int, int | None]]) -> np.ndarray:
+    """The chunk kernel's results over ``x`` with its threads' turns run one
+    after another on this thread: each step ``(me, stop)`` runs slot ``me``
+    until its claim's limit, first set to ``stop`` chunks where given (the
+    caller's slot 0 then stops there, as if a thread had taken the rest, and
+    gets the rest back after the step)."""
+    rows, m = x.shape
+    nc = -(-m // chunk)
+    out = np.full_like(x, 7.0)
+    t = np.empty((rows, nc), x.dtype)
+    done = np.zeros(rows * nc, np.int64)
+    slots = np.zeros(3, np.int64)
+    slots[0] = (rows * nc) << 32
+    for me, stop in steps:
+        limit = int(slots[me]) >> 32
+        if stop is not None:
+            slots[me] = (stop << 32) | (int(slots[me]) & N._FRONT)
+        N._chunk_scans(op, x.reshape(-1), out.reshape(-1), m, t, done, slots, me, chunk,
+                       N._SHARE)
+        if stop is not None:
+            slots[me] = (limit << 32) | (int(slots[me]) & N._FRONT)
+    return out
+
+
+#: Turns of three threads: the caller alone; the others taking all or part
+#: before it starts; the caller claiming some chunks (their tree values
+#: done) before another takes the end of its claim, and resuming after.
+TURNS: list[list[tuple[int, int | None]]] = [
+    [(0, None), (1, None)],
+    [(1, None), (2, None), (0, None)],
+    [(2, None), (0, None), (1, None)],
+    [(0, 3), (1, None), (0, None), (2, None)],
+    [(0, 5), (2, None), (1, None), (0, None)],
+]
+
+
+@pytest.mark.parametrize("turns", TURNS)
+@pytest.mark.parametrize("shape", [(1, 300), (3, 150), (2, 64)])
+def test_chunk_claims_taken_in_any_order_are_the_network(
+        turns: list[tuple[int, int | None]], shape: tuple[int, int]) -> None:
+    rng = np.random.default_rng(shape[1])
+    x = spread(rng, shape, np.float32)
+    x[0, shape[1] // 3] = np.nan
+    x[-1, shape[1] // 2] = -np.inf
+    with np.errstate(all="ignore"):
+        (want,) = odd_even_scan((x,), lambda a, b: (a[0] + b[0],))
+    assert bits(_claimed(N.ADD, x, 16, turns)) == bits(canonical(want))
+    w = rng.standard_normal(shape) * 30
+    (want_lse,) = odd_even_scan((w,), lambda a, b: (logaddexp(a[0], b[0]),))
+    assert bits(_claimed(N.LSE, w, 16, turns)) == bits(canonical(want_lse))
+
+
+def test_rows_scanned_in_groups_are_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rows go to the kernel in groups of fewer than 2^31 chunks (_FRONT >> 1):
+    # a small _FRONT makes groups of 3 rows of 2 chunks here.
+    monkeypatch.setattr(N, "_FRONT", 15)
+    rng = np.random.default_rng(11)
+    x = spread(rng, (20, 30), np.float32)
+    with np.errstate(all="ignore"):
+        (want,) = odd_even_scan((x,), lambda a, b: (a[0] + b[0],))
+    got = np.empty_like(x)
+    with threads(2):
+        N.real_scan(False, x, got, 16)
+    assert bits(got) == bits(canonical(want))

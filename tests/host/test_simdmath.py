@@ -148,7 +148,6 @@ def test_bits_depend_on_the_argument_alone(kind: str, dtype: str) -> None:
         assert wide[::-1].astype(dtype).tobytes() == whole.tobytes()
 
 
-
 def test_exp64_bits_whatever_its_neighbours() -> None:
     """``exp64`` takes a fast loop over runs of arguments whose results are
     normal and finite and ``_exp64`` over runs holding one that is not: each
@@ -171,31 +170,49 @@ def test_exp64_bits_whatever_its_neighbours() -> None:
         simdmath.exp64(inplace, out=inplace)
         assert inplace.tobytes() == want.tobytes()
 
+
+def _within_an_ulp(kind: str, x: Arr) -> None:
+    """``kind``'s float32 function of every element of ``x`` within 1 ulp of
+    the correctly rounded value: NumPy's float64 rounded, and mpmath's where
+    the two differ by more."""
+    base = _BASE[kind]
+    ref = np.exp if base == "exp" else np.tanh
+    with np.errstate(all="ignore"):
+        got = _KERNEL[kind, "float32"](x)
+        near = ref(x.astype(np.float64)).astype(np.float32)
+    d = R.ulps(near, got, D.float32)
+    for i in np.flatnonzero(d > 1):
+        exact = float(_EXACT[base](_CTX.mpf(float(x[i]))))
+        want = D.of_float(D.float32, np.array([exact]))
+        assert R.ulps(want, got[i:i + 1], D.float32).max() <= 1, (kind, x[i], got[i])
+
+
+def test_tanhf_within_an_ulp_over_many_arguments() -> None:
+    """Tanh of float32 within 1 ulp of the correctly rounded value at 2^18
+    float32 drawn evenly by their bits from [-10, 10] (subnormals to where
+    tanh rounds to ±1), and 2^16 about the branches' meeting at |x| = 0.75."""
+    rng = np.random.default_rng(183)
+    top = int(np.float32(10.0).view(np.uint32))
+    bits = rng.integers(0, top, 1 << 18, dtype=np.uint32)
+    near = np.float32(0.75).view(np.uint32) + rng.integers(-1 << 15, 1 << 15, 1 << 16)
+    x = np.concatenate([bits, near.astype(np.uint32)]).view(np.float32)
+    _within_an_ulp("tanhf", np.concatenate([x, -x]))
+
+
 @sweep
 @pytest.mark.parametrize(("kind", "lo", "hi", "stride"),
-                         [("expf", -104.0, 89.0, 5), ("tanhf", -10.0, 10.0, 3)])
+                         [("expf", -104.0, 89.0, 5), ("tanhf", -10.0, 10.0, 1)])
 def test_float32_kinds_swept(kind: str, lo: float, hi: float, stride: int) -> None:
     """Every ``stride``-th float32 of [lo, hi] (every one beyond rounds to a
     limit the special values cover) within 1 ulp of the correctly rounded
-    value: NumPy's float64 rounded, and mpmath's where the two differ by more."""
-    f = _KERNEL[kind, "float32"]
-    base = _BASE[kind]
-    ref = np.exp if base == "exp" else np.tanh
+    value (``_within_an_ulp``): Tanh at every float32 of [-10, 10]."""
     ranges = [(0, int(np.float32(hi).view(np.uint32))),
               (0x80000000, 0x80000000 + int(np.float32(-lo).view(np.uint32)))]
     step = stride << 22
     for a, b in ranges:
         for start in range(a, b, step):
             bits = np.arange(start, min(start + step, b), stride, dtype=np.uint64)
-            x = bits.astype(np.uint32).view(np.float32)
-            with np.errstate(all="ignore"):
-                got = f(x)
-                near = ref(x.astype(np.float64)).astype(np.float32)
-            d = R.ulps(near, got, D.float32)
-            for i in np.flatnonzero(d > 1):
-                exact = float(_EXACT[base](_CTX.mpf(float(x[i]))))
-                want = D.of_float(D.float32, np.array([exact]))
-                assert R.ulps(want, got[i:i + 1], D.float32).max() <= 1, (kind, x[i], got[i])
+            _within_an_ulp(kind, bits.astype(np.uint32).view(np.float32))
 
 
 def _float64_arguments(kind: str, n: int, rng: np.random.Generator) -> Arr:
