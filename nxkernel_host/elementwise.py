@@ -221,8 +221,9 @@ PROSE: Final = (
 def _ulps_prose(dtype: str) -> str:
     bounds = program.ULPS[dtype]
     kinds = ", ".join(f"{k} {v}" for k, v in bounds.items())
-    how = "NumPy's SIMD float64 ufuncs (Erf, within 1 ulp, and the float32 path of Exp, Tanh and Erf, " \
-          "to about 2^-35, by vectorised Numba loops of the library's own; Sin, Cos and Tan of " \
+    how = "NumPy's SIMD float64 ufuncs (Exp, Tanh and Erf, within 1 ulp of the correctly rounded " \
+          "value, and the float32 path of the three, to about 2^-35, by vectorised Numba loops " \
+          "of the library's own; Sin, Cos and Tan of " \
           "2^20 <= |x| by a " \
           "Payne–Hanek reduction, within 1 ulp)"
     if dtype != "float64":

@@ -1,8 +1,9 @@
 """The host's float and complex node kinds (see ``kinds``): exact kinds by
 NumPy's ufuncs in the compute type, transcendentals in float64 rounded
-once (by NumPy's ufuncs; Erf, and the float32 path of Exp, Tanh and Erf, by
-``simdmath``'s vectorised loops) but Exp and Tanh of float32, computed in
-float32 arithmetic by ``simdmath``, complex kinds as the reference fixes them.
+once (by NumPy's ufuncs; Exp, Tanh and Erf, and the float32 path of the
+three, by ``simdmath``'s vectorised loops) but Exp and Tanh of float32,
+computed in float32 arithmetic by ``simdmath``, complex kinds as the
+reference fixes them.
 """
 
 from __future__ import annotations
@@ -46,12 +47,14 @@ __all__ = ["fma_float"]
 
 #: Each takes a ufunc's (x, out=, dtype=); Sin, Cos and Tan reduce huge
 #: arguments themselves (``trig``), where the C library's reduction errs;
-#: Erf (float64 alone: x, out=) is ``simdmath``'s, NumPy having none.
+#: Erf (float64 alone: x, out=) is ``simdmath``'s, NumPy having none, and
+#: Exp and Tanh (float64 alone: the other floats take ``_SIMD32``) are
+#: ``simdmath``'s, which a program's compiled loop calls too.
 _TRANSCENDENTAL: Final[dict[Unary, Callable[..., Arr]]] = {
-    Unary.EXP: np.exp, Unary.EXP2: np.exp2, Unary.LOG: np.log, Unary.LOG2: np.log2,
+    Unary.EXP: simdmath.exp64, Unary.EXP2: np.exp2, Unary.LOG: np.log, Unary.LOG2: np.log2,
     Unary.LOG1P: np.log1p, Unary.EXPM1: np.expm1, Unary.SIN: trig.sin, Unary.COS: trig.cos,
     Unary.TAN: trig.tan, Unary.ASIN: np.arcsin, Unary.ACOS: np.arccos, Unary.ATAN: np.arctan,
-    Unary.SINH: np.sinh, Unary.COSH: np.cosh, Unary.TANH: np.tanh, Unary.ERF: simdmath.erf,
+    Unary.SINH: np.sinh, Unary.COSH: np.cosh, Unary.TANH: simdmath.tanh64, Unary.ERF: simdmath.erf,
 }
 #: The kinds whose float32 path is ``simdmath``'s (faster than NumPy's
 #: float64 ufuncs over float32 operands; NumPy has no erf).

@@ -6,10 +6,10 @@ once to the node's dtype: ``+ - * /``, Recip, Sqrt, Neg and Abs are IEEE
 operations in the node's type (one rounding, no contraction into fused
 multiply-adds, no fast-math flags); a Cast between float32 and float64 is
 the C conversion NumPy's ``astype`` makes; Fma of float64 is LLVM's fused
-multiply-add, as ``kindbase``'s loop; Exp, Tanh and Erf of float32 and Erf of
-float64 call the very functions of ``simdmath`` the node kinds' loops call. A node whose
-kind has no compiled twin with the same bits (Exp and Tanh of float64,
-NumPy's SIMD ufuncs; the other transcendentals, Pow, Atan2; Maximum,
+multiply-add, as ``kindbase``'s loop; Exp, Tanh and Erf of float32 and
+float64 call the very functions of ``simdmath`` the node kinds' loops call.
+A node whose kind has no compiled twin with the same bits (the other
+transcendentals, NumPy's SIMD ufuncs, Pow, Atan2; Maximum,
 Minimum, Fma of float32, the rounding kinds, comparisons, Where, Coord,
 every other dtype) leaves its program to the node-by-node evaluator.
 
@@ -52,6 +52,7 @@ _BINARY: Final[dict[Binary, str]] = {
 #: function, computed in float64 and rounded once.
 _TWIN: Final[dict[tuple[Unary, str], str]] = {
     (Unary.ERF, "float32"): "_erf32", (Unary.ERF, "float64"): "_erf",
+    (Unary.EXP, "float64"): "_exp64", (Unary.TANH, "float64"): "_tanh64",
 }
 #: Those computed in float32 arithmetic (``simdmath.expf``, ``tanhf``).
 _TWIN32: Final[dict[Unary, str]] = {Unary.EXP: "_expf", Unary.TANH: "_tanhf"}

@@ -20,7 +20,7 @@ are tested against bit for bit:
 - Moves keep bits: Copy, Bitcast and Where work on the elements' bytes, so NaN
   payloads, signalling NaNs and a bool's byte survive.
 - Transcendentals, Pow and Atan2 compute in float64 by NumPy's SIMD ufuncs
-  (Erf, and the float32 path of Exp, Tanh and Erf, by ``simdmath``'s
+  (Exp, Tanh and Erf, and the float32 path of the three, by ``simdmath``'s
   vectorised loops; Sin, Cos and Tan of |x| >= 2^20 by the Payne–Hanek
   reduction of ``trig``) and round once into their dtype, but Exp and Tanh
   of float32, computed in float32 arithmetic (``simdmath.expf``, ``tanhf``);
@@ -78,14 +78,14 @@ __all__ = ["ULPS", "Impl", "const_value", "fma_float", "fma_int", "op1", "op2", 
 #: The bounds in ulps of the inexact kinds (transcendentals, Pow, Atan2) per
 #: dtype: the distance from the exactly rounded result. float64 is NumPy's
 #: SIMD float64, measured within 1.2 ulps of the exact value over millions of
-#: arguments, and ``simdmath``'s Erf (within 1 ulp of the exactly rounded
-#: value); float32 rounds once a float64 value far within a float32 ulp of the
-#: exact one (NumPy's float64, or ``simdmath``'s float32 path of Erf, to about
-#: 2^-35), so it lies within an ulp, Exp and Tanh of float32 (in float32
-#: arithmetic) are within an ulp of the correctly rounded value (Tanh swept
-#: over every float32 of [-10, 10], beyond which it rounds to ±1), and the
-#: narrower floats, which round the float64 value of the float32 path once into
-#: their format, within an ulp of theirs.
+#: arguments, and ``simdmath``'s Exp, Tanh and Erf (each within 1 ulp of the
+#: exactly rounded value); float32 rounds once a float64 value far within a
+#: float32 ulp of the exact one (NumPy's float64, or ``simdmath``'s float32
+#: path of Erf, to about 2^-35), so it lies within an ulp, Exp and Tanh of
+#: float32 (in float32 arithmetic) are within an ulp of the correctly rounded
+#: value (Tanh swept over every float32 of [-10, 10], beyond which it rounds
+#: to ±1), and the narrower floats, which round the float64 value of the
+#: float32 path once into their format, within an ulp of theirs.
 _INEXACT: Final = (*(k.name.lower() for k in sorted(TRANSCENDENTAL, key=lambda k: k.value)),
                    "pow", "atan2")
 ULPS: Final[Mapping[str, Mapping[str, int]]] = {

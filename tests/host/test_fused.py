@@ -34,12 +34,14 @@ def _program(dt: D.Dtype) -> Prog:
     other = D.float64 if dt is D.float32 else D.float32
     b = Prog.build([dt, dt, other])
     x, y, z = b.ins
-    outs = [-x, b.abs(x), b.sqrt(x), b.recip(x), x + y, x - y, x * y, x / y, b.erf(x)]
+    outs = [-x, b.abs(x), b.sqrt(x), x + y, x - y, x * y, x / y, b.erf(x), b.tanh(y),
+            x * b.recip(b.exp(-x) + 1.0)]
     if dt is D.float32:
-        outs += [b.exp(x), b.tanh(y), b.cast(z, dt), x / (b.exp(-x) + 1.0)]
+        outs += [b.exp(x), b.cast(z, dt)]
     else:
+        # At most 16 operands and outputs: the cast is Fma's operand.
         snan = b.const_bits(dt, _SNAN64)
-        outs += [b.cast(z, dt) * 0.5, b.fma(x, y, x + 0.5), x, x + snan]
+        outs += [b.fma(b.cast(z, dt), y, x + 0.5), x, x + snan]
     return b.finish(*outs)
 
 
@@ -152,7 +154,7 @@ def _lone(dt: D.Dtype, kind: Unary | Binary) -> Prog:
 
 
 @pytest.mark.parametrize(("dt", "kind"), [
-    (D.float64, Unary.EXP), (D.float64, Unary.TANH), (D.float32, Unary.LOG),
+    (D.float64, Unary.LOG), (D.float64, Unary.SINH), (D.float32, Unary.LOG),
     (D.float32, Binary.MAXIMUM), (D.float32, Unary.ROUND), (D.float16, Binary.ADD),
     (D.int32, Binary.ADD), (D.float32, Binary.POW)], ids=str)
 def test_kinds_without_a_twin_stay_with_the_evaluator(dt: D.Dtype, kind: Unary | Binary) -> None:

@@ -6,6 +6,7 @@ values exactly; each element's bits a function of its argument alone.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -26,15 +27,33 @@ _CTX.prec = 100
 _EXACT: dict[str, Callable[[Any], Any]] = {"exp": _CTX.exp, "tanh": _CTX.tanh, "erf": _CTX.erf}
 #: Each kind's function per dtype: the float32 path's three (the narrow
 #: floats' value), Exp and Tanh of float32 in float32 arithmetic (``expf``,
-#: ``tanhf``: the float32 kinds'), Erf of float64.
+#: ``tanhf``: the float32 kinds'), the float64 kinds.
 _KERNEL: dict[tuple[str, str], Callable[..., Arr]] = {
     ("exp", "float32"): simdmath.exp32, ("tanh", "float32"): simdmath.tanh32,
     ("erf", "float32"): simdmath.erf32, ("erf", "float64"): simdmath.erf,
+    ("exp", "float64"): simdmath.exp64, ("tanh", "float64"): simdmath.tanh64,
     ("expf", "float32"): simdmath.expf, ("tanhf", "float32"): simdmath.tanhf}
 #: The kind each function computes.
 _BASE = {"expf": "exp", "tanhf": "tanh"}
 _CASES = sorted(_KERNEL)
 _DTYPES = {"float64": D.float64, "float32": D.float32}
+_TWO1074 = _CTX.mpf(2) ** 1074
+
+
+def _nearest(v: Any) -> float:
+    """The float64 nearest mpmath's ``v`` (ties to even): mpmath's own
+    conversion rounds to 53 bits first, which rounds a subnormal twice."""
+    if abs(v) >= _CTX.mpf(2) ** -1022:
+        return float(v)
+    return math.ldexp(int(_CTX.nint(v * _TWO1074)), -1074)
+
+
+def _correctly_rounded(kind: str, dt: D.Dtype, x: Arr) -> Arr:
+    """``kind`` of each element of ``x`` correctly rounded to ``dt`` (float64
+    from mpmath's 100 bits; the narrower types from that float64 once more,
+    which a tie of float64 alone could mislead)."""
+    exact = np.array([_nearest(_EXACT[kind](_CTX.mpf(float(v)))) for v in x])
+    return D.of_float(dt, exact)
 
 
 def _points(kind: str, dt: np.dtype[Any], rng: np.random.Generator) -> Arr:
@@ -67,8 +86,7 @@ def test_within_the_bound_of_the_correctly_rounded_value(kind: str, dtype: str) 
     x = _points(base, dt.numpy_dtype, rng)
     got = _KERNEL[kind, dtype](x)
     assert got.dtype == dt.numpy_dtype
-    exact = np.array([float(_EXACT[base](_CTX.mpf(float(v)))) for v in x])
-    want = D.of_float(dt, exact)
+    want = _correctly_rounded(base, dt, x)
     d = R.ulps(want, got, dt)
     most = simdmath.BOUNDS[kind] if dt is D.float64 else 1
     assert most <= program.ULPS[dtype][base]
@@ -130,6 +148,29 @@ def test_bits_depend_on_the_argument_alone(kind: str, dtype: str) -> None:
         assert wide[::-1].astype(dtype).tobytes() == whole.tobytes()
 
 
+def test_exp64_bits_whatever_its_neighbours() -> None:
+    """``exp64`` takes a fast loop over runs of arguments whose results are
+    normal and finite and ``_exp64`` over runs holding one that is not: each
+    element's bits are the same either way, and in place (where the loop
+    tests each run before it writes it)."""
+    rng = np.random.default_rng(7)
+    plain = rng.uniform(-708.39, 709.0, 1 << 16)
+    plain[:64] = rng.uniform(-1, 1, 64)
+    # One argument in every chunk whose result is not normal and finite.
+    mixed = plain.copy()
+    specials = np.array([np.nan, -720.0, 709.5, -np.inf, np.inf, 1e300])
+    at = np.arange(100, plain.size, simdmath._CHUNK)
+    mixed[at] = specials[np.arange(at.size) % specials.size]
+    keep = np.ones(plain.size, bool)
+    keep[at] = False
+    fast, slow = simdmath.exp64(plain), simdmath.exp64(mixed)
+    assert fast[keep].tobytes() == slow[keep].tobytes()
+    for x, want in ((plain, fast), (mixed, slow)):
+        inplace = x.copy()
+        simdmath.exp64(inplace, out=inplace)
+        assert inplace.tobytes() == want.tobytes()
+
+
 def _within_an_ulp(kind: str, x: Arr) -> None:
     """``kind``'s float32 function of every element of ``x`` within 1 ulp of
     the correctly rounded value: NumPy's float64 rounded, and mpmath's where
@@ -172,3 +213,62 @@ def test_float32_kinds_swept(kind: str, lo: float, hi: float, stride: int) -> No
         for start in range(a, b, step):
             bits = np.arange(start, min(start + step, b), stride, dtype=np.uint64)
             _within_an_ulp(kind, bits.astype(np.uint32).view(np.float32))
+
+
+def _float64_arguments(kind: str, n: int, rng: np.random.Generator) -> Arr:
+    """About ``n`` float64 arguments of ``kind`` (Exp or Tanh): uniform over
+    the range where the result is neither 0 nor ±inf nor ±1, and denser where
+    the functions change way (|x| <= 1, subnormal results of Exp, Tanh's
+    small and rounding-to-1 arguments), tiny magnitudes and raw bit patterns."""
+    m = n // 8
+    if kind == "exp":
+        parts = [rng.uniform(-745.2, 709.8, 3 * m), rng.uniform(-1, 1, m),
+                 rng.uniform(-745.2, -708.3, m), rng.uniform(709.7, 709.8, m // 4),
+                 rng.uniform(-745.14, -745.12, m // 4)]
+    else:
+        parts = [rng.uniform(-20, 20, 2 * m), rng.uniform(-1, 1, 2 * m), rng.uniform(-0.2, 0.2, m),
+                 rng.uniform(18, 20, m // 4), rng.uniform(-0.05, 0.05, m // 4)]
+    tiny = 10.0 ** rng.uniform(-323, 0, m // 2) * rng.choice([-1.0, 1.0], m // 2)
+    bits = rng.integers(0, 0x7FF0000000000000, m // 4, dtype=np.int64).view(np.float64)
+    return np.concatenate([*parts, tiny, bits, -bits])
+
+
+def _worst_ulps(kind: str, x: Arr) -> int:
+    """The most ulps ``kind``'s float64 function is from the correctly rounded
+    value over ``x``: 80-bit long double's exp and tanh (64 bits, within a few
+    of their ulps: 2^-60 of the value) rounded to float64, and mpmath's value
+    where ours differs from that or the long double lies within 2^-6 ulp of a
+    midpoint between float64s (where its rounding could mislead)."""
+    got = _KERNEL[kind, "float64"](x)
+    with np.errstate(all="ignore"):
+        wide = (np.exp if kind == "exp" else np.tanh)(x.astype(np.longdouble))
+        near = wide.astype(np.float64)
+        frac = (wide - near.astype(np.longdouble)) / np.spacing(near).astype(np.longdouble)
+    doubt = np.isfinite(frac) & (np.abs(np.abs(frac) - 0.5) < 2.0**-6)
+    want = near.copy()
+    for i in np.flatnonzero(doubt | (got != near)):
+        want[i] = _nearest(_EXACT[kind](_CTX.mpf(float(x[i]))))
+    return int(R.ulps(want, got, D.float64).max())
+
+
+@pytest.mark.parametrize("kind", ["exp", "tanh"])
+def test_float64_exp_and_tanh_on_many_arguments(kind: str) -> None:
+    """Exp and Tanh of float64 within ``BOUNDS`` (1 ulp) of the correctly
+    rounded value over about 200,000 arguments each, the edges of subnormal and
+    infinite Exp and of Tanh's rounding to ±1 included."""
+    assert np.finfo(np.longdouble).nmant >= 63, "the reference needs x87's long double"
+    x = _float64_arguments(kind, 250_000, np.random.default_rng(64))
+    edges = [-745.1332191019411, -745.1332191019412, -708.3964185322641, 709.782712893384,
+             -744.4400719213812, 19.061547465398498] if kind == "exp" else [19.061547465398498]
+    near = [np.nextafter(e, d) for e in edges for d in (-np.inf, np.inf)]
+    assert _worst_ulps(kind, np.concatenate([x, edges, near])) <= simdmath.BOUNDS[kind]
+
+
+@sweep
+@pytest.mark.parametrize("kind", ["exp", "tanh"])
+def test_float64_exp_and_tanh_swept(kind: str) -> None:
+    """As ``test_float64_exp_and_tanh_on_many_arguments`` over about 4·10^7
+    other arguments each (minutes)."""
+    for seed in range(25):
+        x = _float64_arguments(kind, 2_000_000, np.random.default_rng([64, seed]))
+        assert _worst_ulps(kind, x) <= simdmath.BOUNDS[kind], seed
