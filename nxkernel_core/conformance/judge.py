@@ -24,7 +24,7 @@ from .. import spec as S
 from ..array import Array
 from ..dtype import Dtype
 from ..kernel import Statement, gamma, unit_roundoff
-from ..prog import Const, Convert, Op1, Prog, element
+from ..prog import Const, Convert, Coord, In, Op1, Op2, Op3, Prog, Ternary, element
 from .harness import Arr, fail
 
 __all__ = [
@@ -73,6 +73,40 @@ def program_signalling(prog: Prog, loaded: Sequence[Arr], shape: tuple[int, ...]
             if O.is_signalling(prog.dtype(i), made).any():
                 return True
     return False
+
+
+def payload_exposed(prog: Prog, loaded: Sequence[Arr], shape: tuple[int, ...]) -> list[Arr]:
+    """For each output, where its bits hang on a NaN's sign and payload that
+    the contract leaves to the library: a Bitcast of a computed float NaN
+    (not an operand's, a constant's or their Copy, Bitcast or Where, whose
+    bits are fixed) makes them bits of another dtype, and every node that
+    reads such an index passes that on. There a result's bits are the
+    library's (contract: 'Only a move specifies a NaN result's bits'; a NaN
+    result's 'sign and payload are unspecified')."""
+    fixed: list[bool] = []
+    exposed: list[Arr] = []
+    for node in prog.nodes:
+        mask = np.zeros(shape, np.bool_)
+        if isinstance(node, In | Const | Coord):
+            fixed.append(True)
+            exposed.append(mask)
+            continue
+        reads = ((node.x,) if isinstance(node, Op1) else (node.x, node.y) if isinstance(node, Op2)
+                 else (node.c, node.x, node.y))
+        for x in reads:
+            mask |= exposed[x]
+        if isinstance(node, Op1) and node.kind in (Convert.COPY, Convert.BITCAST):
+            fixed.append(fixed[node.x])
+            src = prog.dtype(node.x)
+            if node.kind is Convert.BITCAST and not fixed[node.x] and (src.is_float or src.is_complex):
+                (value,) = evaluator.evaluate(Prog(prog.ins, prog.nodes[:node.x + 1], (node.x,)),
+                                              loaded, shape)
+                mask |= O.is_nan(src, value)
+        else:
+            fixed.append(isinstance(node, Op3) and node.kind is Ternary.WHERE
+                         and fixed[node.x] and fixed[node.y])
+        exposed.append(mask)
+    return [exposed[o] for o in prog.outs]
 
 
 def carrier_u(term: Dtype) -> float:

@@ -1,6 +1,7 @@
 """The kit's map law on programs worked by hand: the NaN rule counts every
 source of a signalling NaN a program has (an operand, a constant, a
-Bitcast's bits), and still catches a signalling NaN that comes from none."""
+Bitcast's bits), and still catches a signalling NaN that comes from none; a
+computed NaN's bits made another dtype's by a Bitcast are the library's."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from nxkernel_core import spec as S
 from nxkernel_core.answer import Answer
 from nxkernel_core.array import Array
 from nxkernel_core.conformance.harness import LawViolation, Subject
-from nxkernel_core.conformance.judge import program_signalling
+from nxkernel_core.conformance.judge import payload_exposed, program_signalling
 from nxkernel_core.conformance.test_map import _check_map
 from nxkernel_core.kernel import Library, check_library
 from nxkernel_core.prog import Binary, Prog
@@ -63,3 +64,22 @@ def test_a_signalling_nan_from_no_source_breaks_the_rule() -> None:
     made = np.frombuffer(SNAN * 3, np.float32).copy()
     with pytest.raises(LawViolation, match="signalling"):
         _judge(prog, ONES, [made])
+
+
+def test_a_computed_nans_bits_through_a_bitcast_are_the_librarys() -> None:
+    # The thorough profile's find: float16 x + sNaN, bitcast to bfloat16. The
+    # reference keeps the constant's bits 0x7C01 (a finite bfloat16), the host
+    # quiets them into 0x7E01: either NaN is the Add's, so either bfloat16.
+    b = Prog.build([D.float16])
+    total = b.binary(Binary.ADD, b.ins[0], b.const_bits(D.float16, bytes.fromhex("017c")))
+    prog = b.finish(b.bitcast(total, D.bfloat16), b.bitcast(b.ins[0], D.bfloat16))
+    x = np.array([1.0, 2.0], np.float16)
+    exposed = payload_exposed(prog, [x], (2,))
+    assert exposed[0].all() and not exposed[1].any()
+    _judge(prog, x)
+    # The operand's bits moved by a Bitcast are still fixed: a change is caught.
+    b = Prog.build([D.float16])
+    moved = b.finish(b.bitcast(b.ins[0], D.bfloat16))
+    wrong = np.frombuffer(bytes.fromhex("7e017e01"), D.bfloat16.numpy_dtype).copy()
+    with pytest.raises(LawViolation):
+        _judge(moved, x, [wrong])
