@@ -11,6 +11,7 @@ from typing import Final
 
 from .family import Family
 from .reduce import prepare_reduce
+from .scan import prepare_scan
 
 __all__ = ["ALGORITHMS", "ASSOCIATION", "FAMILY"]
 
@@ -119,7 +120,7 @@ ALGORITHMS: Final = {
 #: The ``reductions`` family: reduce, scan and fold.
 FAMILY: Final = Family(
     prose={"reduce": _REDUCE_PROSE, "scan": _SCAN_PROSE, "fold": _FOLD_PROSE},
-    prepared={"reduce": prepare_reduce},
+    prepared={"reduce": prepare_reduce, "scan": prepare_scan},
     association=ASSOCIATION,
     algorithms=ALGORITHMS,
 )

@@ -17,14 +17,16 @@ from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
+from nxkernel_core.layout import Layout
 
 from . import network as N
 from . import views
+from .family import Hook
 from .moments import moments_scan
 from .reduce import _keys
 from .rowterms import _float_terms, _loop, _Outputs, _round, _round_complex, _wrap
 
-__all__ = ["scan"]
+__all__ = ["prepare_scan", "scan"]
 
 Arr = npt.NDArray[Any]
 
@@ -199,6 +201,17 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
 # ---------------------------------------------------------------------------
 # The scan kernel
 # ---------------------------------------------------------------------------
+
+
+def prepare_scan(spec: S.Scan, dsts: tuple[tuple[Dtype, Layout], ...],
+                 operands: tuple[tuple[Dtype, Layout], ...]) -> Hook:
+    """``scan`` prepared for one signature of a call that fits (the caller's
+    warm path): the kernel itself. The caller's plan has checked the fit once
+    for the signature, its destinations are fresh (the door's claims hold
+    nothing back) and the host declines no scan, so the steps a call takes
+    before the kernel (``nx.cumsum`` of 8 elements: about 100 µs) are not
+    taken again; the kernel computes as it does behind them, the same bits."""
+    return scan
 
 
 def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> None:

@@ -235,7 +235,7 @@ def test_a_hook_only_gets_calls_of_the_signature_it_was_prepared_for(
 
 
 def _specs(dt: D.Dtype, rank: int) -> list[Any]:
-    """Map and reduce specs of one ``dt`` operand of ``rank``, as nx's calls make them."""
+    """Map, reduce and scan specs of one ``dt`` operand of ``rank``, as nx's calls make them."""
     specs: list[Any] = [nx.elementwise._cast_spec(dt, D.float64)]
     if dt is not D.bool_:
         specs += [nx.elementwise._map_spec(Binary.ADD, dt), nx.elementwise._map_spec(Binary.MUL, dt)]
@@ -248,6 +248,8 @@ def _specs(dt: D.Dtype, rank: int) -> list[Any]:
         reductions += [S.LOGSUMEXP, S.MOMENTS]
     for axes in {tuple(range(rank)), tuple(range(rank))[1:], tuple(range(rank))[:1]}:
         specs += [nx.reductions._reduce_spec(dt, axes, r, dt) for r in reductions]
+    if dt is not D.bool_:
+        specs += [nx.reductions._cumsum_spec(dt, axis, dt) for axis in {0, rank - 1} if rank]
     return specs
 
 
