@@ -82,7 +82,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any, Final, cast
 
 import numpy as np
@@ -564,16 +563,19 @@ _TN: Final = 1 << _TBITS
 def _exp_table() -> tuple[Arr, Arr, Arr]:
     """``(T_HI, T_TAIL, T_BITS)``: 2^(j/N) rounded to float64, the rest
     relative to it, and T_HI's bits less j·2^45 (adding n·2^45, n = k·N + j,
-    gives the bits of 2^k·T_HI[j]). 2^(j/N) from integer square roots at
-    2^-200, far below T_TAIL's own rounding."""
+    gives the bits of 2^k·T_HI[j]). 2^(j/N) by seven square roots of 2^j in
+    fixed point of 200 fractional bits, each floored (within 2^-198 in all,
+    far below T_TAIL's own rounding); T_HI and T_TAIL are the correctly
+    rounded quotients of integers."""
     hi, tail = np.empty(_TN), np.empty(_TN)
+    one = 1 << 200
     for j in range(_TN):
-        v = 2 ** (j + _TN * 200)
+        v = (1 << j) * one
         for _ in range(_TBITS):
-            v = math.isqrt(v)
-        exact = Fraction(v, 2 ** 200)
-        hi[j] = float(exact)
-        tail[j] = float((exact - Fraction(hi[j])) / Fraction(hi[j]))
+            v = math.isqrt(v * one)
+        hi[j] = v / one
+        p, q = hi[j].as_integer_ratio()
+        tail[j] = (v * q - p * one) / (one * p)
     bits = hi.view(np.int64) - (np.arange(_TN, dtype=np.int64) << np.int64(45))
     return hi, tail, bits
 
