@@ -17,7 +17,7 @@ from nxkernel_core import dtype as D
 from nxkernel_core import masks
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
-from nxkernel_core.prog import Const, Convert, Coord, In, Op1, Op2, Prog
+from nxkernel_core.prog import Const, Convert, Coord, In, Op1, Op2, Prog, operands_of
 from nxkernel_core.spec import Attention, Paged
 
 from . import program, views
@@ -72,13 +72,7 @@ def _output_program(prog: Prog, k: int) -> Prog:
         if i in keep:
             continue
         keep.add(i)
-        node = prog.nodes[i]
-        if isinstance(node, Op1):
-            stack.append(node.x)
-        elif isinstance(node, Op2):
-            stack += [node.x, node.y]
-        elif not isinstance(node, In | Coord | Const):
-            stack += [node.c, node.x, node.y]
+        stack += operands_of(prog.nodes[i])
     order = sorted(keep)
     new = {old: n for n, old in enumerate(order)}
     nodes: list[Any] = []

@@ -33,7 +33,7 @@ from typing import Any, Final, final
 import numpy as np
 import numpy.typing as npt
 
-from nxkernel_core.prog import Binary, Convert, In, Op1, Op2, Op3, Prog, Ternary, Unary
+from nxkernel_core.prog import Binary, Convert, In, Op1, Op2, Op3, Prog, Ternary, Unary, operands_of
 
 __all__ = ["Fused", "live_nodes", "plan"]
 
@@ -135,20 +135,9 @@ def live_nodes(prog: Prog, known: Sequence[Any] | None = None) -> list[bool]:
         live[o] = True
     for i in range(len(prog.nodes) - 1, -1, -1):
         if live[i] and (known is None or known[i] is None):
-            for a in _operands(prog.nodes[i]):
+            for a in operands_of(prog.nodes[i]):
                 live[a] = True
     return live
-
-
-def _operands(node: Any) -> tuple[int, ...]:
-    """The nodes ``node`` reads, in its operation's order."""
-    if isinstance(node, Op1):
-        return (node.x,)
-    if isinstance(node, Op2):
-        return (node.x, node.y)
-    if isinstance(node, Op3):
-        return (node.c, node.x, node.y)
-    return ()
 
 
 def _expr(prog: Prog, i: int, node: Any, name: dict[int, str], number: dict[int, bool]
@@ -157,7 +146,7 @@ def _expr(prog: Prog, i: int, node: Any, name: dict[int, str], number: dict[int,
     ``number[a]`` says whether node ``a``, a constant, is no NaN (absent: no
     constant)."""
     dt = prog.dtype(i).name
-    if any(prog.dtype(a).name not in _FLOATS for a in _operands(node)):
+    if any(prog.dtype(a).name not in _FLOATS for a in operands_of(node)):
         return None
     if isinstance(node, Op1):
         x = name[node.x]

@@ -24,7 +24,7 @@ from .. import spec as S
 from ..array import Array
 from ..dtype import Dtype
 from ..kernel import Statement, gamma, unit_roundoff
-from ..prog import Const, Convert, Coord, In, Op1, Op2, Op3, Prog, Ternary, element
+from ..prog import Const, Convert, Coord, In, Op1, Op3, Prog, Ternary, element, operands_of
 from .harness import Arr, fail
 
 __all__ = [
@@ -91,9 +91,7 @@ def payload_exposed(prog: Prog, loaded: Sequence[Arr], shape: tuple[int, ...]) -
             fixed.append(True)
             exposed.append(mask)
             continue
-        reads = ((node.x,) if isinstance(node, Op1) else (node.x, node.y) if isinstance(node, Op2)
-                 else (node.c, node.x, node.y))
-        for x in reads:
+        for x in operands_of(node):
             mask |= exposed[x]
         if isinstance(node, Op1) and node.kind in (Convert.COPY, Convert.BITCAST):
             fixed.append(fixed[node.x])

@@ -47,7 +47,7 @@ from .kinds import (
     Unary,
     accepts,
 )
-from .nodes import MAX_OPERANDS, Const, Coord, In, Node, Op1, Op2, Op3
+from .nodes import MAX_OPERANDS, Const, Coord, In, Node, Op1, Op2, Op3, operands_of
 from .program import Prog
 
 __all__ = [
@@ -75,5 +75,6 @@ __all__ = [
     "accepts",
     "bits",
     "element",
+    "operands_of",
     "short_name",
 ]

@@ -11,7 +11,7 @@ from ..layout import MAX_RANK
 from .elements import Scalar, _elem_bytes, bits
 from .kinds import AnyKind, Binary, Compare, Convert, Op1Kind, Op2Kind, Ternary, Unary, accepts
 
-__all__ = ["MAX_OPERANDS", "Const", "Coord", "In", "Node", "Op1", "Op2", "Op3"]
+__all__ = ["MAX_OPERANDS", "Const", "Coord", "In", "Node", "Op1", "Op2", "Op3", "operands_of"]
 
 #: The most operands plus outputs a program has.
 MAX_OPERANDS: Final = 16
@@ -79,6 +79,18 @@ class Op3:
 
 
 Node: TypeAlias = In | Coord | Const | Op1 | Op2 | Op3
+
+
+def operands_of(node: Node) -> tuple[int, ...]:
+    """The nodes ``node`` reads, in its operation's order: none for In, Coord
+    and Const."""
+    if isinstance(node, Op1):
+        return (node.x,)
+    if isinstance(node, Op2):
+        return (node.x, node.y)
+    if isinstance(node, Op3):
+        return (node.c, node.x, node.y)
+    return ()
 
 
 def _fail(msg: str) -> ValueError:
