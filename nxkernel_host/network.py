@@ -626,6 +626,7 @@ def chunk_scan(op: int, states: Arr, out: Arr, chunk: int = 0) -> None:
 
 
 def _scan_group(op: int, states: Arr, out: Arr, chunk: int, nc: int) -> None:
+    """``chunk_scan`` of rows whose ``rows·nc`` chunks a claim's 32 bits hold."""
     rows, m = states.shape
     units = rows * nc
     light = op != LSE and states.nbytes < SCAN_PARALLEL_BYTES
@@ -635,12 +636,9 @@ def _scan_group(op: int, states: Arr, out: Arr, chunk: int, nc: int) -> None:
     done = np.zeros(units, np.int64)
     slots = np.zeros(parts, np.int64)
     slots[0] = units << 32
-    if op == LSE:
-        pool.parallel([functools.partial(_lse_chunk_scans, a, o, m, t, done, slots, me, chunk,
-                                         _SHARE) for me in range(parts)])
-    else:
-        pool.parallel([functools.partial(_chunk_scans, op, a, o, m, t, done, slots, me, chunk,
-                                         _SHARE) for me in range(parts)])
+    kernel = _lse_chunk_scans if op == LSE else functools.partial(_chunk_scans, op)
+    pool.parallel([functools.partial(kernel, a, o, m, t, done, slots, me, chunk, _SHARE)
+                   for me in range(parts)])
 
 
 def network_scan(kind: int, states: Arr, out: Arr, block: int = SCAN_BLOCK) -> None:
