@@ -23,7 +23,7 @@ from nxkernel_core.layout import Layout
 
 from . import bytekernels as B
 from . import lanes as L
-from . import pool, views
+from . import pool, smallrows, views
 from .family import Hook
 from .rowterms import _copied_input, _float_terms, _loop, _Outputs, _round, _round_complex, _Terms, _wrap
 
@@ -407,7 +407,7 @@ def prepare_reduce(spec: S.Reduce, dsts: tuple[tuple[Dtype, Layout], ...],
     # One contiguous Plain operand whose every reduced output is the operand
     # itself (nx.sum, nx.max, ...): its view read straight, as _Outputs.get
     # would give it, without _Outputs' and the loop's steps.
-    lane = _prepared_sum(spec, x_dt, x_layout)
+    lane = _prepared_sum(spec, x_dt, x_layout) or _prepared_extreme(spec, x_dt, x_layout)
     if lane is not None:
         return lane
     read = views.reader(x_dt, x_layout)
@@ -457,3 +457,51 @@ def _prepared_sum(spec: S.Reduce, dt: Dtype, layout: Layout) -> Hook | None:
                ds[0].buffer.memory.host_bytes)  # type: ignore[arg-type]
 
     return lane_sum
+
+
+#: Terms up to which a prepared Max, Min or Arg reduction finds its rows'
+#: extremes in one compiled call (``smallrows.extremes``: about 0.3 ns a
+#: term), not by NumPy's argmax and the steps around it (about 20 µs a
+#: call, then 0.1 ns a term; measured, float32 and float64: 32768 terms
+#: 10 µs against 21, 65536 terms 18–20 µs against 22–28).
+EXTREME_TERMS: Final = 1 << 15
+
+#: ``smallrows.extremes``' dtype codes.
+_EXTREME_CODES: Final = {D.float32: smallrows.F32, D.float64: smallrows.F64,
+                         D.int32: smallrows.I32, D.int64: smallrows.I64}
+
+_NO_DESTINATION: Final = np.empty(0, np.uint8)
+
+
+def _prepared_extreme(spec: S.Reduce, dt: Dtype, layout: Layout) -> Hook | None:
+    """The small Max, Min or Arg reduction of a float32, float64, int32 or
+    int64 operand (contiguous, its reduced axes last, at most
+    ``EXTREME_TERMS`` terms) into its own dtype: ``smallrows.extremes`` from
+    the operand's bytes into the destinations', by the rule ``_positions``
+    keeps (the first term with the extreme's bits, or the first NaN; the
+    value that term), so the same bits. None for any other reduction."""
+    rank = len(layout.shape)
+    k = len(spec.axes)
+    if len(spec.reductions) != 1:
+        return None
+    (red, _, result), = spec.reductions
+    is_arg = isinstance(red, S.Arg)
+    if (not (is_arg or red is S.Monoid.MAX or red is S.Monoid.MIN) or result is not dt
+            or dt not in _EXTREME_CODES or spec.axes != tuple(range(rank - k, rank))
+            or layout.numel > EXTREME_TERMS):
+        return None
+    n = math.prod(layout.shape[rank - k:])
+    rows = math.prod(layout.shape[:rank - k])
+    first = layout.offset * dt.numpy_dtype.itemsize
+    code = _EXTREME_CODES[dt]
+    is_max = red is S.Monoid.MAX or (isinstance(red, S.Arg) and red.extreme is S.Extreme.MAX)
+    kernel = smallrows.extremes
+    none = _NO_DESTINATION
+
+    def extreme(sp: S.Reduce, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        buf = ops[0].buffer
+        kernel(code, is_max, buf.memory.host_bytes, buf.offset + first, rows, n,  # type: ignore[arg-type]
+               ds[0].buffer.memory.host_bytes,  # type: ignore[arg-type]
+               ds[1].buffer.memory.host_bytes if is_arg else none)  # type: ignore[arg-type]
+
+    return extreme

@@ -20,11 +20,11 @@ from nxkernel_core.dtype import Dtype
 from nxkernel_core.layout import Layout
 
 from . import network as N
-from . import views
+from . import smallrows, views
 from .family import Hook
 from .moments import moments_scan
 from .reduce import _keys
-from .rowterms import _float_terms, _loop, _Outputs, _round, _round_complex, _wrap
+from .rowterms import _copied_input, _float_terms, _loop, _Outputs, _round, _round_complex, _wrap
 
 __all__ = ["prepare_scan", "scan"]
 
@@ -206,12 +206,47 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
 def prepare_scan(spec: S.Scan, dsts: tuple[tuple[Dtype, Layout], ...],
                  operands: tuple[tuple[Dtype, Layout], ...]) -> Hook:
     """``scan`` prepared for one signature of a call that fits (the caller's
-    warm path): the kernel itself. The caller's plan has checked the fit once
-    for the signature, its destinations are fresh (the door's claims hold
-    nothing back) and the host declines no scan, so the steps a call takes
-    before the kernel (``nx.cumsum`` of 8 elements: about 100 µs) are not
-    taken again; the kernel computes as it does behind them, the same bits."""
-    return scan
+    warm path): the caller's plan has checked the fit once for the
+    signature, its destinations are fresh (the door's claims hold nothing
+    back) and the host declines no scan, so the steps a call takes before
+    the kernel (``nx.cumsum`` of 8 elements: about 100 µs) are not taken
+    again. A small float Sum or Prod scan takes one compiled call
+    (``_prepared_rows``); any other, the kernel itself. Both compute what
+    the kernel computes behind those steps, the same bits."""
+    return _prepared_rows(spec, operands) or scan
+
+
+def _prepared_rows(spec: S.Scan, operands: tuple[tuple[Dtype, Layout], ...]) -> Hook | None:
+    """The Sum or Prod scan of a float32 or float64 operand into its own dtype,
+    contiguous, along its last axis, forward or reverse, without a carry,
+    its states below ``SCAN_PARALLEL_BYTES`` (where ``_scan_rows`` scans on
+    this thread alone): ``smallrows.sum_scans`` from the operand's bytes into
+    the destination's, the states ``_scan_rows`` makes and the chunks it
+    scans, so the same bits. None for any other scan."""
+    if spec.carry or len(operands) != 1:
+        return None
+    (dt, layout), = operands
+    if (spec.reduction not in (S.Monoid.SUM, S.Monoid.PROD)
+            or dt not in (D.float32, D.float64) or spec.dtype is not dt
+            or not isinstance(spec.loads[0], S.Plain) or _copied_input(spec.prog, spec.output) != 0
+            or not layout.is_contiguous() or layout.numel == 0
+            or spec.axis != len(layout.shape) - 1
+            or layout.numel * dt.numpy_dtype.itemsize >= N.SCAN_PARALLEL_BYTES):
+        return None
+    m = layout.shape[-1]
+    rows = layout.numel // m
+    op = N.ADD if spec.reduction is S.Monoid.SUM else N.MUL
+    wide = dt is D.float64
+    reverse = spec.reverse
+    first = layout.offset * dt.numpy_dtype.itemsize
+    kernel = smallrows.sum_scans
+
+    def rows_scan(sp: S.Scan, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        buf = ops[0].buffer
+        kernel(op, wide, reverse, buf.memory.host_bytes, buf.offset + first, rows, m,  # type: ignore[arg-type]
+               ds[0].buffer.memory.host_bytes)  # type: ignore[arg-type]
+
+    return rows_scan
 
 
 def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> None:

@@ -49,6 +49,11 @@ _argmax_whole: Final[dict[tuple[Dtype, int], S.Reduce]] = {}
 _argmin_whole: Final[dict[tuple[Dtype, int], S.Reduce]] = {}
 _logsumexp_whole: Final[dict[tuple[Dtype, int], S.Reduce]] = {}
 _moments_whole: Final[dict[tuple[Dtype, int], S.Reduce]] = {}
+_cumsum_whole: Final[dict[tuple[Dtype, int], S.Scan]] = {}
+
+#: Arg's reductions, made once (a warm call makes no dataclass).
+_ARGMAX: Final = S.Arg(S.Extreme.MAX)
+_ARGMIN: Final = S.Arg(S.Extreme.MIN)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -84,12 +89,12 @@ def min(x: object, axis: int | Sequence[int] | None = None, keepdims: bool = Fal
 def argmax(x: object, axis: int | None = None, keepdims: bool = False) -> Array:
     """int64 positions of the first greatest element (of the first NaN) along
     ``axis``; over the flattened array where None, as NumPy's."""
-    return _reduce1("nx.argmax", x, axis, S.Arg(S.Extreme.MAX), None, keepdims, _argmax_whole)[1]
+    return _reduce1("nx.argmax", x, axis, _ARGMAX, None, keepdims, _argmax_whole)[1]
 
 
 def argmin(x: object, axis: int | None = None, keepdims: bool = False) -> Array:
     """int64 positions of the first least element (of the first NaN) along ``axis``."""
-    return _reduce1("nx.argmin", x, axis, S.Arg(S.Extreme.MIN), None, keepdims, _argmin_whole)[1]
+    return _reduce1("nx.argmin", x, axis, _ARGMIN, None, keepdims, _argmin_whole)[1]
 
 
 def logsumexp(x: object, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
@@ -107,6 +112,15 @@ def mean_var(x: object, axis: int | Sequence[int] | None = None,
 def cumsum(x: object, axis: int | None = None, dtype: D.DtypeLike | None = None) -> Array:
     """The inclusive running sum along ``axis`` (of the flattened array where
     None, as NumPy's)."""
+    if type(x) is Array and dtype is None:
+        # The warm call's look-up: the spec by dtype and axis, made once.
+        rank = len(x.layout.shape)
+        if (axis is None and rank == 1) or (type(axis) is int and -rank <= axis < rank):
+            key = (x.dtype, 0 if axis is None else axis % rank)
+            sp = _cumsum_whole.get(key)
+            if sp is None:
+                sp = _cumsum_whole[key] = _cumsum_spec(x.dtype, key[1], x.dtype)
+            return call1(sp, x, None, None, "nx.cumsum")[0]
     (a,) = as_arrays("nx.cumsum", [x])
     if axis is None:
         a = flattened("nx.cumsum", a)
