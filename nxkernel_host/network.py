@@ -30,7 +30,7 @@ from .logaddexp import lse2
 from .simdmath import prefer_wide_vectors
 
 __all__ = ["ADD", "CMUL", "LSE", "MUL", "SCAN_BLOCK", "SCAN_CHUNK_BYTES", "SCAN_PARALLEL_BYTES",
-           "chunk_scan", "network_scan", "one_thread_scan", "real_scan"]
+           "chunk_scan", "network_scan", "real_scan"]
 
 Arr = npt.NDArray[Any]
 
@@ -589,21 +589,6 @@ def _lse_chunk_scans(a: Arr, out: Arr, m: int, t: Arr, done: Arr, slots: Arr, me
 #: chunk's scan (measured 0.3 to 0.5, the states read from memory), so both
 #: finish together at 1 / (2 - 1/3). Only the split of the work depends on it.
 _SHARE: Final = 0.6
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def one_thread_scan(op: int, states: Arr, out: Arr, m: int,
-                    chunk: int) -> None:  # pragma: no cover - compiled
-    """``chunk_scan`` by ``op`` (ADD or MUL) of flat rows of ``m`` states into
-    ``out`` on this thread, callable from compiled code: its one slot's claim
-    of every chunk, as ``_scan_group`` makes it for one thread."""
-    rows = states.size // m
-    nc = -(-m // chunk)
-    t = np.empty((rows, nc), states.dtype)
-    done = np.zeros(rows * nc, np.int64)
-    slots = np.zeros(1, np.int64)
-    slots[0] = (rows * nc) << 32
-    _chunk_scans(op, states, out, m, t, done, slots, 0, chunk, _SHARE)
 
 
 def real_scan(mul: bool, states: Arr, out: Arr, chunk: int = 0) -> None:

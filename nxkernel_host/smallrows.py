@@ -9,9 +9,10 @@ path it replaces computes, bit for bit:
   extreme is that term, its bits copied.
 - ``sum_scans``: float32 or float64 Sum and Prod scans of rows, forward or
   reverse, without a carry: the states ``scan._scan_rows`` makes (a Sum's
-  first state +0 where its term is a zero: +0 + term 0), scanned by the
-  network on this thread (``network.one_thread_scan``), NaN results the
-  positive quiet NaN.
+  first state +0 where its term is a zero: +0 + term 0), each row's results
+  the odd/even network's by its definition, the results ``network``'s
+  chunked kernels compute in their own steps; NaN results the positive
+  quiet NaN.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 from numba import njit
-
-from .network import ADD, SCAN_CHUNK_BYTES, one_thread_scan
 
 __all__ = ["F32", "F64", "I32", "I64", "WIDE", "extremes", "sum_scans"]
 
@@ -110,48 +109,94 @@ def extremes(code: int, is_max: bool, x: Arr, first: int, rows: int, n: int, val
 
 
 @njit(inline="always")
-def _scan_rows(op: int, x: Arr, rows: int, m: int, reverse: bool, out: Arr,
-               chunk: int) -> None:  # pragma: no cover - compiled
+def _combine(mul: bool, a: Any, b: Any) -> Any:  # pragma: no cover - compiled
+    return a * b if mul else a + b
+
+
+@njit(inline="always")
+def _network(mul: bool, lev: Arr, res: Arr, n: int, offs: Arr, sizes: Arr) -> None:  # pragma: no cover
+    """The odd/even network's results of the ``n`` states ``lev[:n]`` into
+    ``res[:n]``, by the contract's definition (``orders.odd_even_scan``):
+    level k + 1's value j is level k's 2j ⊕ 2j + 1 (the levels one after
+    another in ``lev``, down to one value); a level's result 0 is its value
+    0, its result 2j + 1 the level above's result j, its result 2j (j ≥ 1)
+    the level above's result j − 1 ⊕ its value 2j. Each result is one
+    expression of the states, so any computation of it has its bits. Loops
+    run over slices, so the compiler vectorises them."""
+    offs[0] = 0
+    sizes[0] = n
+    top = 0
+    size = n
+    while size > 1:
+        half = size // 2
+        o = offs[top]
+        src = lev[o:o + size]
+        dst = lev[o + size:o + size + half]
+        for j in range(half):
+            dst[j] = _combine(mul, src[2 * j], src[2 * j + 1])
+        top += 1
+        offs[top] = o + size
+        sizes[top] = half
+        size = half
+    res[offs[top]] = lev[offs[top]]
+    for k in range(top - 1, -1, -1):
+        o, size = offs[k], sizes[k]
+        v = lev[o:o + size]
+        r = res[o:o + size]
+        u = res[offs[k + 1]:offs[k + 1] + sizes[k + 1]]
+        r[0] = v[0]
+        for j in range(size // 2):
+            r[2 * j + 1] = u[j]
+        for j in range(1, (size + 1) // 2):
+            r[2 * j] = _combine(mul, u[j - 1], v[2 * j])
+
+
+@njit(inline="always")
+def _scan_rows(mul: bool, x: Arr, rows: int, m: int, reverse: bool,
+               out: Arr) -> None:  # pragma: no cover - compiled
     """``sum_scans`` of typed elements ``x`` into ``out``."""
-    states = np.empty(rows * m, x.dtype)
+    lev = np.empty(2 * m, x.dtype)
+    res = np.empty(2 * m, x.dtype)
+    offs = np.empty(64, np.int64)
+    sizes = np.empty(64, np.int64)
+    lev[0] = np.nan
+    qnan = lev[0]  # the positive quiet NaN, in the states' type
+    states = lev[:m]
+    results = res[:m]
     for r in range(rows):
-        lo = r * m
+        row = x[r * m:(r + 1) * m]
+        o = out[r * m:(r + 1) * m]
         if reverse:
             for i in range(m):
-                states[lo + i] = x[lo + m - 1 - i]
+                states[i] = row[m - 1 - i]
         else:
-            states[lo:lo + m] = x[lo:lo + m]
-        if op == ADD and states[lo] == 0:
+            for i in range(m):
+                states[i] = row[i]
+        if not mul and states[0] == 0:
             # Monoid Sum adds from +0: +0 + −0 is +0.
-            states[lo] = states[lo] + 0
-    if not reverse:
-        one_thread_scan(op, states, out, m, chunk)
-        return
-    res = np.empty(rows * m, x.dtype)
-    one_thread_scan(op, states, res, m, chunk)
-    for r in range(rows):
-        lo = r * m
-        for i in range(m):
-            out[lo + m - 1 - i] = res[lo + i]
+            states[0] = states[0] + 0
+        _network(mul, lev, res, m, offs, sizes)
+        # NaN results the positive quiet NaN, as the network's kernels make them.
+        if reverse:
+            for i in range(m):
+                v = results[m - 1 - i]
+                o[i] = v if v == v else qnan
+        else:
+            for i in range(m):
+                v = results[i]
+                o[i] = v if v == v else qnan
 
 
-@njit(nogil=True, cache=True)
-def sum_scans(op: int, wide: bool, reverse: bool, x: Arr, first: int, rows: int, m: int,
+@njit(nogil=True, cache=True, error_model="numpy")
+def sum_scans(mul: bool, wide: bool, reverse: bool, x: Arr, first: int, rows: int, m: int,
               out: Arr) -> None:  # pragma: no cover - compiled
-    """The network's scans by ``op`` (``network.ADD`` or ``MUL``) of ``rows``
-    rows of ``m`` float64 (``wide``) or float32 terms in ``x``'s bytes from
-    ``first``, from each row's end where ``reverse``, into ``out``'s bytes
-    (exactly ``rows·m`` elements). A row of at most a chunk of the general
-    path's (``SCAN_CHUNK_BYTES``) is one chunk whatever its size: a chunk
-    of the least power of two (from 16) holding it takes the same steps
-    with less scratch."""
-    item = 8 if wide else 4
-    chunk = 16
-    while chunk < m and chunk * item < SCAN_CHUNK_BYTES:
-        chunk *= 2
+    """The odd/even network's scans by a·b (``mul``) or a + b of ``rows`` rows
+    of ``m`` float64 (``wide``) or float32 terms in ``x``'s bytes from
+    ``first``, a Sum's from +0, from each row's end where ``reverse``, into
+    ``out``'s bytes (exactly ``rows·m`` elements)."""
     if wide:
-        _scan_rows(op, x[first:first + 8 * rows * m].view(np.float64), rows, m, reverse,
-                   out.view(np.float64), chunk)
+        _scan_rows(mul, x[first:first + 8 * rows * m].view(np.float64), rows, m, reverse,
+                   out.view(np.float64))
     else:
-        _scan_rows(op, x[first:first + 4 * rows * m].view(np.float32), rows, m, reverse,
-                   out.view(np.float32), chunk)
+        _scan_rows(mul, x[first:first + 4 * rows * m].view(np.float32), rows, m, reverse,
+                   out.view(np.float32))

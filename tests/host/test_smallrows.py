@@ -43,13 +43,13 @@ def prepared(spec: Any, x: Array, shapes: list[tuple[int, ...]]) -> tuple[Hook |
 
 
 def both_paths(spec: Any, x: Array, shapes: list[tuple[int, ...]],
-               small: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The destinations of the prepared hook (asserted the small one where
-    ``small``, else not) and of the library's kernel method."""
+               small: str | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The destinations of the prepared hook (asserted the small one named
+    ``small``, else the general one) and of the library's kernel method."""
     hook, warm = prepared(spec, x, shapes)
     assert hook is not None
-    name = "extreme" if isinstance(spec, S.Reduce) else "rows_scan"
-    assert (hook.__name__ == name) is small, (hook, spec)
+    general = ("small", "reduce") if isinstance(spec, S.Reduce) else ("scan",)
+    assert hook.__name__ == small if small else hook.__name__ in general, (hook, spec)
     _, cold = prepared(spec, x, shapes)
     with np.errstate(all="ignore"):
         hook(spec, warm, [x])
@@ -124,7 +124,7 @@ def test_small_extremes_give_the_general_paths_bits_and_args_rule(dt: D.Dtype) -
             for red in (MAX, MIN, ARGMAX, ARGMIN):
                 spec = S.Reduce(Prog.identity(dt), (S.PLAIN,), (len(shape) - 1,), ((red, 0, dt),))
                 out = [shape[:-1]] * (2 if isinstance(red, S.Arg) else 1)
-                warm, cold = both_paths(spec, a, out, small=True)
+                warm, cold = both_paths(spec, a, out, "extreme")
                 assert [bits(w) for w in warm] == [bits(c) for c in cold], (dt, shape, case, red)
                 if shape[-1] * len(rows) > 4096:
                     continue  # the rule term by term in Python: the smaller shapes
@@ -143,7 +143,7 @@ def test_other_extremes_keep_the_general_path() -> None:
         assert hook is not None and hook.__name__ != "extreme"
     big = Array.from_numpy(np.zeros(R.EXTREME_TERMS + 1, np.float64))
     spec = S.Reduce(Prog.identity(D.float64), (S.PLAIN,), (0,), ((ARGMIN, 0, D.float64),))
-    warm, cold = both_paths(spec, big, [(), ()], small=False)
+    warm, cold = both_paths(spec, big, [(), ()], None)
     assert [bits(w) for w in warm] == [bits(c) for c in cold]
     half = Array.from_numpy(np.array([1, -0.0, 0.0, 3], np.float16))
     spec = S.Reduce(Prog.identity(D.float16), (S.PLAIN,), (0,), ((MAX, 0, D.float16),))
@@ -190,9 +190,8 @@ def scan_data(t: Any, shape: tuple[int, int], case: int, rng: np.random.Generato
 def test_small_scans_give_the_general_paths_bits_and_the_network(dt: D.Dtype) -> None:
     rng = np.random.default_rng(11)
     t = dt.numpy_dtype
-    chunk = (1 << 17) // t.itemsize  # network.SCAN_CHUNK_BYTES' states
     for shape in [(1, 1), (1, 2), (1, 3), (1, 4), (1, 5), (1, 8), (2, 15), (1, 17), (3, 100),
-                  (1, 1025), (2, 4097), (1, chunk), (2, chunk + 5)]:
+                  (1, 1025), (2, 4095), (1, SC.SMALL_SCAN)]:
         for case in range(4):
             x = scan_data(t, shape, case, rng)
             for red in (SUM, PROD):
@@ -202,7 +201,7 @@ def test_small_scans_give_the_general_paths_bits_and_the_network(dt: D.Dtype) ->
                     a = Array.from_numpy(x if shape[0] > 1 else x[0])
                     axis = len(a.shape) - 1
                     spec = S.Scan(Prog.identity(dt), (S.PLAIN,), axis, red, 0, dt, reverse)
-                    (warm,), (cold,) = both_paths(spec, a, [a.shape], small=True)
+                    (warm,), (cold,) = both_paths(spec, a, [a.shape], "rows_scan")
                     assert bits(warm) == bits(cold), (shape, case, red, reverse)
                     if shape[1] > 5000 and case != 2:
                         continue  # the Python network: rows of every size up to 5000
@@ -210,6 +209,30 @@ def test_small_scans_give_the_general_paths_bits_and_the_network(dt: D.Dtype) ->
                     want = network(rows, red is PROD)
                     want = want[:, ::-1] if reverse else want
                     assert bits(warm) == bits(want.reshape(a.shape)), (shape, case, red, reverse)
+
+
+@pytest.mark.parametrize("dt", [D.int8, D.uint8, D.int32, D.int64])
+def test_integer_scans_give_the_general_paths_bits_and_wrap(dt: D.Dtype) -> None:
+    rng = np.random.default_rng(5)
+    lo, hi = (0, (1 << dt.bits) - 1) if dt is D.uint8 else (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1)
+    x = rng.integers(lo, hi, (3, 40), endpoint=True, dtype=dt.numpy_dtype)
+    for a in (Array.from_numpy(x), Array.from_numpy(x).view(Permute((1, 0)))):
+        for axis in (0, 1):
+            for red in (SUM, PROD):
+                for reverse in (False, True):
+                    spec = S.Scan(Prog.identity(dt), (S.PLAIN,), axis, red, 0, dt, reverse)
+                    (warm,), (cold,) = both_paths(spec, a, [a.shape], "exact_scan")
+                    assert bits(warm) == bits(cold), (a.shape, axis, red, reverse)
+                    # The running sum or product of Python integers, wrapped.
+                    y = np.moveaxis(a.to_numpy(), axis, -1).tolist()
+                    want = []
+                    for row in y:
+                        acc, out = 0 if red is SUM else 1, []
+                        for v in (row[::-1] if reverse else row):
+                            acc = acc + v if red is SUM else acc * v
+                            out.append((acc - lo) % (1 << dt.bits) + lo)
+                        want.append(out[::-1] if reverse else out)
+                    assert np.moveaxis(warm, axis, -1).tolist() == want
 
 
 def test_other_scans_keep_the_general_path() -> None:
@@ -229,11 +252,11 @@ def test_other_scans_keep_the_general_path() -> None:
     hook = library.prepare(carry, ((D.float32, Layout.c_contiguous((3, 4))),),
                            ((D.float32, Layout.c_contiguous((3,))), (D.float32, a.layout)), a.device)
     assert hook is SC.scan
-    # From SCAN_PARALLEL_BYTES of states the general path shares chunks out.
-    big = Array.from_numpy(np.ones(1 << 19, np.float32))
-    spec = S.Scan(Prog.identity(D.float32), (S.PLAIN,), 0, SUM, 0, D.float32)
-    hook, _ = prepared(spec, big, [big.shape])
-    assert hook is SC.scan
+    for shape in [(SC.SMALL_SCAN + 1,), (SC.SMALL_SCAN // 64 + 1, 64)]:
+        big = Array.from_numpy(np.ones(shape, np.float32))
+        spec = S.Scan(Prog.identity(D.float32), (S.PLAIN,), len(shape) - 1, SUM, 0, D.float32)
+        hook, _ = prepared(spec, big, [big.shape])
+        assert hook is SC.scan
 
 
 def test_warm_cumsum_takes_the_axes_a_cold_call_takes() -> None:
