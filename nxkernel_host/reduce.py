@@ -466,20 +466,25 @@ def _prepared_sum(spec: S.Reduce, dt: Dtype, layout: Layout) -> Hook | None:
 #: 10 µs against 21, 65536 terms 18–20 µs against 22–28).
 EXTREME_TERMS: Final = 1 << 15
 
-#: ``smallrows.extremes``' dtype codes.
-_EXTREME_CODES: Final = {D.float32: smallrows.F32, D.float64: smallrows.F64,
-                         D.int32: smallrows.I32, D.int64: smallrows.I64}
+#: ``smallrows.extremes``' terms: width in bytes, and a float's magnitude
+#: bits and infinity's bits (0 and 0 for an integer). A narrow float's
+#: extreme is that of its float32 values (exact): its bits order it alike.
+_EXTREME_TERMS_OF: Final = {
+    D.float64: (8, 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000), D.float32: (4, 0x7FFFFFFF, 0x7F800000),
+    D.float16: (2, 0x7FFF, 0x7C00), D.bfloat16: (2, 0x7FFF, 0x7F80),
+    D.int64: (8, 0, 0), D.int32: (4, 0, 0), D.int16: (2, 0, 0)}
 
 _NO_DESTINATION: Final = np.empty(0, np.uint8)
 
 
 def _prepared_extreme(spec: S.Reduce, dt: Dtype, layout: Layout) -> Hook | None:
-    """The small Max, Min or Arg reduction of a float32, float64, int32 or
-    int64 operand (contiguous, its reduced axes last, at most
-    ``EXTREME_TERMS`` terms) into its own dtype: ``smallrows.extremes`` from
-    the operand's bytes into the destinations', by the rule ``_positions``
-    keeps (the first term with the extreme's bits, or the first NaN; the
-    value that term), so the same bits. None for any other reduction."""
+    """The small Max, Min or Arg reduction of a float64, float32, float16,
+    bfloat16, int64, int32 or int16 operand (contiguous, its reduced axes
+    last, at most ``EXTREME_TERMS`` terms) into its own dtype:
+    ``smallrows.extremes`` from the operand's bytes into the destinations',
+    by the rule ``_positions`` keeps (the first term with the extreme's bits,
+    or the first NaN; the value that term), so the same bits. None for any
+    other reduction."""
     rank = len(layout.shape)
     k = len(spec.axes)
     if len(spec.reductions) != 1:
@@ -487,20 +492,21 @@ def _prepared_extreme(spec: S.Reduce, dt: Dtype, layout: Layout) -> Hook | None:
     (red, _, result), = spec.reductions
     is_arg = isinstance(red, S.Arg)
     if (not (is_arg or red is S.Monoid.MAX or red is S.Monoid.MIN) or result is not dt
-            or dt not in _EXTREME_CODES or spec.axes != tuple(range(rank - k, rank))
+            or dt not in _EXTREME_TERMS_OF or spec.axes != tuple(range(rank - k, rank))
             or layout.numel > EXTREME_TERMS):
         return None
     n = math.prod(layout.shape[rank - k:])
     rows = math.prod(layout.shape[:rank - k])
     first = layout.offset * dt.numpy_dtype.itemsize
-    code = _EXTREME_CODES[dt]
+    width, fmask, inf = _EXTREME_TERMS_OF[dt]
     is_max = red is S.Monoid.MAX or (isinstance(red, S.Arg) and red.extreme is S.Extreme.MAX)
     kernel = smallrows.extremes
     none = _NO_DESTINATION
 
     def extreme(sp: S.Reduce, ds: Sequence[Array], ops: Sequence[Array]) -> None:
         buf = ops[0].buffer
-        kernel(code, is_max, buf.memory.host_bytes, buf.offset + first, rows, n,  # type: ignore[arg-type]
+        kernel(width, fmask, inf, is_max, buf.memory.host_bytes,  # type: ignore[arg-type]
+               buf.offset + first, rows, n,
                ds[0].buffer.memory.host_bytes,  # type: ignore[arg-type]
                ds[1].buffer.memory.host_bytes if is_arg else none)  # type: ignore[arg-type]
 

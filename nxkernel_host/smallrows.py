@@ -3,8 +3,8 @@ bytes straight, as ``bytekernels``' do: one compiled call per kernel call,
 every argument an integer or a contiguous byte array. Each computes what the
 path it replaces computes, bit for bit:
 
-- ``extremes``: Max, Min and Arg of rows of float32, float64, int32 or int64
-  terms, by the rule ``reduce._positions`` keeps: the position of the first
+- ``extremes``: Max, Min and Arg of rows of 16-, 32- or 64-bit floats or
+  signed integers, by the rule ``reduce._positions`` keeps: the position of the first
   term with the extreme's bits (−0 below +0), or of the first NaN; the
   extreme is that term, its bits copied.
 - ``sum_scans``: float32 or float64 Sum and Prod scans of rows, forward or
@@ -23,16 +23,9 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
-__all__ = ["F32", "F64", "I32", "I64", "WIDE", "extremes", "sum_scans"]
+__all__ = ["extremes", "sum_scans"]
 
 Arr = npt.NDArray[Any]
-
-#: The terms' dtype codes of ``extremes``; ``WIDE`` is set in the 64-bit ones.
-F32: Final = 0
-I32: Final = 2
-WIDE: Final = 1
-F64: Final = F32 | WIDE
-I64: Final = I32 | WIDE
 
 
 #: Terms per block of ``_extremes``' first pass: the second searches one.
@@ -90,22 +83,24 @@ def _extremes(s: Arr, rows: int, n: int, flip: int, top: int, fmask: int, inf: i
 
 
 @njit(nogil=True, cache=True)
-def extremes(code: int, is_max: bool, x: Arr, first: int, rows: int, n: int, val: Arr,
-             pos: Arr) -> None:  # pragma: no cover - compiled
-    """``_extremes`` of ``rows`` rows of ``n`` terms (n ≥ 1) of dtype ``code``
-    in ``x``'s bytes from ``first``, Maximum's (``is_max``) or Minimum's:
-    each row's extreme into ``val``'s bytes and its int64 position into
-    ``pos``'s (each exactly ``rows`` elements, or empty where the call has no
-    such destination)."""
+def extremes(width: int, fmask: int, inf: int, is_max: bool, x: Arr, first: int, rows: int,
+             n: int, val: Arr, pos: Arr) -> None:  # pragma: no cover - compiled
+    """``_extremes`` of ``rows`` rows of ``n`` terms (n ≥ 1) of ``width``
+    bytes (2, 4 or 8) in ``x``'s bytes from ``first``, Maximum's
+    (``is_max``) or Minimum's, ``fmask`` and ``inf`` a float's (both 0 for
+    integers): each row's extreme into ``val``'s bytes and its int64
+    position into ``pos``'s (each exactly ``rows`` elements, or empty where
+    the call has no such destination)."""
     flip = 0 if is_max else -1
-    flt = (code & I32) == 0
-    if code & WIDE:
-        _extremes(x[first:first + 8 * rows * n].view(np.int64), rows, n, flip, 63,
-                  0x7FFFFFFFFFFFFFFF if flt else 0, 0x7FF0000000000000,
+    if width == 8:
+        _extremes(x[first:first + 8 * rows * n].view(np.int64), rows, n, flip, 63, fmask, inf,
                   val.view(np.int64), pos.view(np.int64))
+    elif width == 4:
+        _extremes(x[first:first + 4 * rows * n].view(np.int32), rows, n, flip, 31, fmask, inf,
+                  val.view(np.int32), pos.view(np.int64))
     else:
-        _extremes(x[first:first + 4 * rows * n].view(np.int32), rows, n, flip, 31,
-                  0x7FFFFFFF if flt else 0, 0x7F800000, val.view(np.int32), pos.view(np.int64))
+        _extremes(x[first:first + 2 * rows * n].view(np.int16), rows, n, flip, 15, fmask, inf,
+                  val.view(np.int16), pos.view(np.int64))
 
 
 @njit(inline="always")
