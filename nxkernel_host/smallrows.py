@@ -4,9 +4,9 @@ every argument an integer or a contiguous byte array. Each computes what the
 path it replaces computes, bit for bit:
 
 - ``extremes``: Max, Min and Arg of rows of 16-, 32- or 64-bit floats or
-  signed integers, by the rule ``reduce._positions`` keeps: the position of the first
-  term with the extreme's bits (−0 below +0), or of the first NaN; the
-  extreme is that term, its bits copied.
+  signed integers, by the rule ``reduce._positions`` keeps: the position of
+  the first term with the extreme's bits (−0 below +0), or of the first
+  NaN; the extreme is that term, its bits copied.
 - ``sum_scans``: float32 or float64 Sum and Prod scans of rows, forward or
   reverse, without a carry: the states ``scan._scan_rows`` makes (a Sum's
   first state +0 where its term is a zero: +0 + term 0), each row's results
@@ -105,6 +105,7 @@ def extremes(width: int, fmask: int, inf: int, is_max: bool, x: Arr, first: int,
 
 @njit(inline="always")
 def _combine(mul: bool, a: Any, b: Any) -> Any:  # pragma: no cover - compiled
+    """``a ⊕ b``: a·b where ``mul``, else a + b, one IEEE operation."""
     return a * b if mul else a + b
 
 
