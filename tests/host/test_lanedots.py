@@ -1,8 +1,9 @@
 """``lanedots``: the orders it states, bit for bit against an exact emulation
 (exact rational arithmetic, one correct rounding per operation), within
-γ(n)·Σ|xᵢyᵢ| of the exact sums, on views of any row stride; and attention's
-row tiles of at most ``LANE_ROWS`` rows take their products from it, with the
-same bits on the compiled and the per-tile paths."""
+γ(n)·Σ|xᵢyᵢ| of the exact sums, on views of any row stride; attention's row
+tiles of at most ``LANE_ROWS`` rows take their products from it, with the
+same bits on the compiled and the per-tile paths; and the contraction's
+small tiles (``tiling.by_lanes``) are its products."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.array import Array
 from nxkernel_core.layout import Permute
-from nxkernel_host import attnunits, blas, lanedots
+from nxkernel_host import attnunits, blas, lanedots, threads, tiling
 from nxkernel_host.attnplan import LANE_ROWS
 
 from .test_attention import program, run
@@ -208,3 +209,85 @@ def test_decoding_on_both_paths_gives_the_same_bits(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(attnunits, "chunked", lambda plan: None)
     want = run(spec, operands, D.float32)
     assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
+
+
+def product(a: NDArray, b: NDArray) -> NDArray:
+    """``a @ b`` with each element an FMA chain over k in order from −0."""
+    dt = a.dtype.type
+    out = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            acc = dt(-0.0)
+            for t in range(a.shape[1]):
+                acc = fma(a[i, t], b[t, j], acc, dt)
+            out[i, j] = acc
+    return out
+
+
+def own_product(a: NDArray, b: NDArray, out: NDArray) -> None:
+    """``out = a @ b`` by ``product_at`` on views with unit stride within rows."""
+    size = a.itemsize
+    lanedots.product_at(1, a.shape[0], b.shape[1], a.shape[1], a.ctypes.data, 0,
+                        a.strides[0] // size, b.ctypes.data, 0, b.strides[0] // size,
+                        out.ctypes.data, 0, out.strides[0] // size, a.dtype.type(0))
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize(("m", "n", "k"), [(1, 1, 1), (1, 70, 9), (5, 3, 4), (6, 64, 2),
+                                           (7, 65, 3), (13, 17, 8), (12, 129, 1)])
+def test_the_product_is_fma_chains_over_k(dt: type[np.floating[Any]], m: int, n: int,
+                                          k: int) -> None:
+    rng = np.random.default_rng(m * 1000 + n * 10 + k)
+    # Operands inside wider arrays: row strides past the extents.
+    a = rng.standard_normal((m, k + 3)).astype(dt)[:, 1:k + 1]
+    b = rng.standard_normal((k, n + 5)).astype(dt)[:, 2:n + 2]
+    canvas = np.full((m, n + 4), 7.0, dt)
+    out = canvas[:, 2:n + 2]
+    own_product(a, b, out)
+    assert out.tobytes() == product(a, b).tobytes()
+    assert (canvas[:, :2] == 7).all() and (canvas[:, n + 2:] == 7).all()  # nothing else written
+    exact = np.array([[float(sum((Fraction(float(a[i, t])) * Fraction(float(b[t, j]))
+                                  for t in range(k)), Fraction(0))) for j in range(n)]
+                      for i in range(m)])
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert (np.abs(out - exact) <= gamma(k, dt) * scale).all()
+
+
+def test_a_batch_of_products_each_alone() -> None:
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((3, 7, 5)).astype(np.float32)
+    b = rng.standard_normal((3, 5, 66)).astype(np.float32)
+    out = np.empty((3, 7, 66), np.float32)
+    lanedots.product_at(3, 7, 66, 5, a.ctypes.data, 35, 5, b.ctypes.data, 330, 66,
+                        out.ctypes.data, 462, 66, np.float32(0))
+    for e in range(3):
+        assert out[e].tobytes() == product(a[e], b[e]).tobytes()
+
+
+def test_the_tiles_the_own_kernel_takes() -> None:
+    """``tiling.by_lanes``: fewer than 2^24 multiply-adds and at least 64
+    outputs; and such a contraction has the chains' bits, whatever the
+    threads, while a larger one keeps OpenBLAS's."""
+    assert tiling.LANE_WORK == 1 << 24 and tiling.LANE_MIN_OUTPUTS == 64
+    assert tiling.by_lanes(128, 128, 128) and tiling.by_lanes(8, 8, (1 << 18) - 1)
+    assert not tiling.by_lanes(256, 256, 256) and not tiling.by_lanes(7, 9, 100)
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((2, 9, 6)).astype(np.float64)
+    b = rng.standard_normal((2, 6, 10)).astype(np.float64)
+    for count in (1, 2, 3):
+        with threads(count):
+            out = np.empty((2, 9, 10))
+            tiling.products([(a, b, out)])
+            assert all(out[e].tobytes() == product(a[e], b[e]).tobytes() for e in range(2))
+    big_a = rng.standard_normal((1, 64, 8)).astype(np.float32)
+    big_b = rng.standard_normal((1, 8, 8)).astype(np.float32)
+    # 64 × 8 outputs, 4096 multiply-adds: lanes; 7 × 8: BLAS, as blas.gemm computes it.
+    for rows in (64, 7):
+        out32 = np.empty((1, rows, 8), np.float32)
+        tiling.products([(big_a[:, :rows].copy(), big_b, out32)])
+        want = np.empty((rows, 8), np.float32)
+        if tiling.by_lanes(rows, 8, 8):
+            want = product(big_a[0, :rows], big_b[0])
+        else:
+            blas.gemm(big_a[0, :rows], big_b[0], want)
+        assert out32[0].tobytes() == want.tobytes()
