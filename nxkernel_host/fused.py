@@ -7,7 +7,8 @@ operations in the node's type (one rounding, no contraction into fused
 multiply-adds, no fast-math flags); a Cast between float32 and float64 is
 the C conversion NumPy's ``astype`` makes; Fma of float64 is LLVM's fused
 multiply-add, as ``kindbase``'s loop; Exp, Tanh and Erf of float32 and
-float64 call the very functions of ``simdmath`` the node kinds' loops call.
+float64 call the very functions the node kinds' loops call (``simdfloat32``,
+``simdfloat64``, ``simderf``).
 A node whose kind has no compiled twin with the same bits (the other
 transcendentals, NumPy's SIMD ufuncs, Pow, Atan2; Maximum,
 Minimum, Fma of float32, the rounding kinds, comparisons, Where, Coord,
@@ -48,14 +49,16 @@ _BINARY: Final[dict[Binary, str]] = {
     Binary.ADD: "{0} + {1}", Binary.SUB: "{0} - {1}", Binary.MUL: "{0} * {1}",
     Binary.FDIV: "{0} / {1}",
 }
-#: The transcendentals with a compiled twin per dtype: ``simdmath``'s
-#: function, computed in float64 and rounded once.
+#: The transcendentals with a compiled twin per dtype: the kind's function
+#: of one element, computed in float64 and rounded once.
 _TWIN: Final[dict[tuple[Unary, str], str]] = {
-    (Unary.ERF, "float32"): "_erf32", (Unary.ERF, "float64"): "_erf",
-    (Unary.EXP, "float64"): "_exp64", (Unary.TANH, "float64"): "_tanh64",
+    (Unary.ERF, "float32"): "simderf.erf32_one", (Unary.ERF, "float64"): "simderf.erf_one",
+    (Unary.EXP, "float64"): "simdfloat64.exp64_one",
+    (Unary.TANH, "float64"): "simdfloat64.tanh64_one",
 }
-#: Those computed in float32 arithmetic (``simdmath.expf``, ``tanhf``).
-_TWIN32: Final[dict[Unary, str]] = {Unary.EXP: "_expf", Unary.TANH: "_tanhf"}
+#: Those computed in float32 arithmetic (``simdfloat32.expf``, ``tanhf``).
+_TWIN32: Final[dict[Unary, str]] = {Unary.EXP: "simdfloat32.expf_one",
+                                    Unary.TANH: "simdfloat32.tanhf_one"}
 _FLOATS: Final = ("float32", "float64")
 _NP: Final = {"float32": "np.float32", "float64": "np.float64"}
 
@@ -123,7 +126,7 @@ def _source(prog: Prog, consts: Sequence[Any]
     outs = ", ".join(f"o{k}" for k in range(len(prog.outs)))
     stores = [f"        o{k}[j] = {name[o]}" for k, o in enumerate(prog.outs)]
     lines = [f"def kernel({ins}{', ' if ins else ''}{outs}, c32, c64):",
-             "    _wide_vectors()", *head, "    for j in range(o0.size):", *body, *stores]
+             "    wide_vectors()", *head, "    for j in range(o0.size):", *body, *stores]
     return "\n".join(lines) + "\n", c32, c64, read
 
 
@@ -197,10 +200,10 @@ def plan(prog: Prog, consts: Sequence[Any]) -> Fused | None:
     source, c32, c64, read = made
     from numba import njit
 
-    from . import simdmath
+    from . import simdbase, simderf, simdfloat32, simdfloat64
     scope: dict[str, Any] = {
-        "np": np, "fma": simdmath.fma, "_wide_vectors": simdmath._wide_vectors,
-        **{f: getattr(simdmath, f) for f in {*_TWIN.values(), *_TWIN32.values()}}}
+        "np": np, "fma": simdbase.fma, "wide_vectors": simdbase.wide_vectors,
+        "simderf": simderf, "simdfloat32": simdfloat32, "simdfloat64": simdfloat64}
     exec(compile(source, f"<nxkernel fused {hash(prog):x}>", "exec"), scope)
     # error_model="numpy": a division by zero is IEEE's, not an exception.
     kernel = njit(nogil=True, error_model="numpy")(scope["kernel"])

@@ -15,7 +15,7 @@ import pytest
 
 from nxkernel_core import dtype as D
 from nxkernel_core.prog import Binary, Prog, Unary
-from nxkernel_host import program, simdmath, threads
+from nxkernel_host import program, simdfloat32, threads
 from tests.host.sweeps import sweep
 from tests.host.test_map import rng_for, values
 
@@ -144,7 +144,7 @@ def test_boxes_of_any_size_give_the_kinds_bits() -> None:
     (x,) = b.ins
     p = b.finish(b.tanh(x))
     xs = [values(D.float32, 10**6 + 3, rng_for("fused boxes"))]
-    want = simdmath.tanhf(xs[0])
+    want = simdfloat32.tanhf(xs[0])
     for t in (1, 2, 3):
         assert _map(p, xs, True, t)[0].tobytes() == want.tobytes(), t
 
