@@ -34,8 +34,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["INVLN2", "LN2", "LN2_HI", "LN2_LO", "SHIFT", "SHIFT_BITS", "exp_parts", "exp_short",
-           "fma", "fmaf", "over_array", "pow2", "prefer_wide_vectors", "wide_vectors"]
+__all__ = ["INVLN2", "LN2", "LN2_HI", "LN2_LO", "SHIFT", "SHIFT_BITS", "apart", "exp_parts",
+           "exp_short", "fma", "fmaf", "over_array", "pow2", "prefer_wide_vectors", "wide_vectors"]
 
 Arr = npt.NDArray[Any]
 
@@ -99,6 +99,14 @@ def _wide_vectors_intrinsic(typingctx: Any) -> Any:
 
 #: ``_wide_vectors_intrinsic`` as compiled code calls it, typed for the checker.
 wide_vectors: Final = cast("Callable[[], None]", _wide_vectors_intrinsic)
+
+
+@njit(inline="always")
+def apart(x: Arr, y: Arr) -> bool:  # pragma: no cover - compiled
+    """Whether the memory of the contiguous arrays ``x`` and ``y`` is disjoint
+    (a loop that writes ``y`` then leaves ``x`` as it read it)."""
+    a, b = x.ctypes.data, y.ctypes.data
+    return a + x.nbytes <= b or b + y.nbytes <= a
 
 
 @njit(inline="always")

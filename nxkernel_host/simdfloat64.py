@@ -50,7 +50,19 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
-from .simdbase import LN2, LN2_HI, LN2_LO, SHIFT, SHIFT_BITS, exp_parts, fma, over_array, pow2, wide_vectors
+from .simdbase import (
+    LN2,
+    LN2_HI,
+    LN2_LO,
+    SHIFT,
+    SHIFT_BITS,
+    apart,
+    exp_parts,
+    fma,
+    over_array,
+    pow2,
+    wide_vectors,
+)
 
 __all__ = ["EXP_CHUNK", "EXP_FAST_BITS", "ULPS", "abs_bits", "exp64", "exp64_normal_one",
            "exp64_one", "tanh64", "tanh64_one"]
@@ -213,14 +225,13 @@ def _exp64_loop(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
     # in one pass, the chunk written again where the test fails; where they
     # share memory (in place) the test reads the chunk before it is written.
     wide_vectors()
-    a, b = x.ctypes.data, out.ctypes.data
-    apart = a + x.nbytes <= b or b + out.nbytes <= a
+    one_pass = apart(x, out)
     for lo in range(0, out.size, EXP_CHUNK):
         # Slice views: indexing from ``lo`` would keep LLVM's loads scalar.
         xs = x[lo:lo + EXP_CHUNK]
         ys = out[lo:lo + EXP_CHUNK]
         top = np.int64(0)
-        if apart:
+        if one_pass:
             for i in range(xs.size):
                 ys[i] = exp64_normal_one(xs[i])
                 top = max(top, abs_bits(xs[i]))
