@@ -131,7 +131,9 @@ def _h_poly(s: float) -> float:  # pragma: no cover - compiled
 
 @njit(inline="always")
 def erf_one(x: float) -> float:  # pragma: no cover - compiled
-    """erf x of one float64 (see the module's doc)."""
+    """erf x of one float64: below |x| = 1, x·(C0 + u·Q(u)); from it,
+    1 − e^(−x²)·F(x) (see the module's doc). Within ``ULPS`` (1 ulp) of the
+    correctly rounded value; erf(±0) = ±0, erf(±inf) = ±1, a NaN quiet."""
     a = abs(x)
     # Below 1: x·(C0 + u·Q(u)).
     u = a * a if a < 1.0 else 1.0
