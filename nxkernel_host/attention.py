@@ -23,8 +23,11 @@ keys and values are read once and the products are ``K·Qᵀ`` of all their rows
   and Coord 0) are recognised in the program and turned into an interval of
   keys per row (``masks.Band``), so key tiles no row sees are skipped and no
   program runs per pair; other masks run the program per block.
-* Scores ``s × q·k`` by BLAS (``K·Qᵀ``, keys by rows, in the accumulator); a
-  score transform other than the identity runs program output 1 per block.
+* Scores ``s × q·k`` by BLAS (``K·Qᵀ``, keys by rows, in the accumulator),
+  or, for a row tile of at most ``LANE_ROWS`` rows, by ``lanedots`` (16- or
+  8-lane dot products and a halving tree: decoding's skinny products, which
+  OpenBLAS runs slowly); a score transform other than the identity runs
+  program output 1 per block.
 * Per key tile: the rows' maximum m so far, ``e = exp(x − m)`` (NumPy's SIMD
   exp, in the accumulator), ``Σ e`` in key order and ``eᵀ·V`` by BLAS. One key
   tile: ``o = (eᵀ·V) / Σ e`` and ``lse = m + ln Σ e``. Several: the tiles fold
@@ -62,8 +65,8 @@ from nxkernel_core import dtype as D
 from nxkernel_core.array import Array
 from nxkernel_core.spec import Attention
 
-from . import attnunits, blas, pool, views
-from .attnplan import MIN_PARALLEL_PAIRS, _Head, _Plan, _plan, _Rows, _rows
+from . import attnunits, blas, lanedots, pool, views
+from .attnplan import LANE_ROWS, MIN_PARALLEL_PAIRS, _Head, _Plan, _plan, _Rows, _rows
 from .attnunits import _finish, _maxima, _rescale, _shifted, _sums
 from .family import Family
 
@@ -105,6 +108,24 @@ class _Scratch:
         return h
 
 
+def _key_products(kt: Arr, qt: Arr, out: Arr) -> None:
+    """``out = K·Qᵀ``, keys by rows: in lanes (``lanedots``) for a tile of at
+    most ``LANE_ROWS`` rows, else by BLAS."""
+    if qt.shape[0] <= LANE_ROWS:
+        lanedots.scores(kt, qt, out)
+    else:
+        blas.gemm(kt, qt.T, out)
+
+
+def _weighted_values(w: Arr, vt: Arr, out: Arr) -> None:
+    """``out = wᵀ·V`` for weights w (keys by rows): FMA chains in key order
+    (``lanedots``) for a tile of at most ``LANE_ROWS`` rows, else by BLAS."""
+    if w.shape[1] <= LANE_ROWS:
+        lanedots.weighted(w, vt, out)
+    else:
+        blas.gemm(w.T, vt, out)
+
+
 def _raw(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, r0: int,
          qt: Arr, kt: Arr, j0: int, j1: int) -> tuple[Arr, Any]:
     """The tile of rows ``[r0, r0 + R)`` and keys ``[j0, j1)``, keys by rows,
@@ -119,10 +140,10 @@ def _raw(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, r0:
     if not plan.reads_score:
         st[...] = 0  # output 1 reads no score: q·k is never needed
     elif plan.score_dt == acc:
-        blas.gemm(kt, qt.T, st)
+        _key_products(kt, qt, st)
     else:
         wide = np.empty(st.shape, np.float64)
-        blas.gemm(kt, qt.T, wide)
+        _key_products(kt, qt, wide)
         np.copyto(st, wide)  # a float64 q·k, rounded once into acc
     s = plan.scale
     if plan.ev_logit is None and not rows.general and rows.multi is None:
@@ -198,7 +219,7 @@ def _weighted(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, w: 
     product non-finite at every row (its weight 0 gives a NaN), so the values
     are searched for one only where the product is not finite."""
     ww = w if plan.value_dt == plan.acc else w.astype(plan.value_dt)
-    blas.gemm(ww.T, vt, out)
+    _weighted_values(ww, vt, out)
     if np.isfinite(out).all():
         return
     bad = np.flatnonzero(~np.isfinite(vt).all(axis=1))
@@ -210,7 +231,7 @@ def _weighted(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, w: 
     finite = np.isfinite(held)
     clean = np.array(vt, copy=True)
     clean[bad] = np.where(finite, held, 0)
-    blas.gemm(ww.T, clean, out)
+    _weighted_values(ww, clean, out)
     r = w.shape[1]
     for key, extra in zip((bad + j0).tolist(), np.where(finite, 0, held), strict=True):
         seen = _visible(plan, rows, b, h, r0, r, key)
@@ -428,14 +449,23 @@ ASSOCIATION: Final = {
     "attention q·k": "one BLAS product (sgemm/dgemm of the library's own OpenBLAS, on one "
                      "thread) per tile of keys by query rows, K·Qᵀ, in the accumulator: the dk "
                      "products of a pair summed in OpenBLAS's blocked order of dk, a function of "
-                     "the extents alone, by fused multiply-adds; then s × q·k, one rounding.",
+                     "the extents alone, by fused multiply-adds; for a tile of at most "
+                     f"{LANE_ROWS} query "
+                     "rows, the dk products of a pair in W lanes (16 float32, 8 float64; "
+                     "product m in lane m mod W), each lane a chain of fused multiply-adds from "
+                     "−0 in order of m, the lanes added as a halving tree (lane l + lane "
+                     "l + W/2, then l + l + W/4, … down to lane 0; dk = 0 gives +0); then "
+                     "s × q·k, one rounding.",
     "attention weights": "per query row and tile of keys (1024·⌊128/r⌋ keys for a tile of r "
                          "rows), the exponentials exp(x − m) "
                          "(0 at hidden pairs) added from +0 in key order, one addition per "
                          "key, in the accumulator; the tiles' sums then rescaled by "
                          "exp(m_old − m_new) and added in key order in float64.",
     "attention o": "per query row and value element, Σ e·v over a tile of keys by one BLAS "
-                   "product (eᵀ·V, OpenBLAS's blocked order of the keys, fused multiply-adds) "
+                   "product (eᵀ·V, OpenBLAS's blocked order of the keys, fused multiply-adds; "
+                   f"for a tile of at most {LANE_ROWS} query rows a chain of fused "
+                   "multiply-adds over "
+                   "the keys in their order from +0) "
                    "in the accumulator (float64 for float64 values); one tile: divided by Σ e "
                    "once; several: the tiles' products rescaled and added in key order in "
                    "float64 from +0, then divided by L once; + 0 last, so a sum of zeros is +0. "
@@ -474,7 +504,10 @@ ALGORITHMS: Final = {
         "value at a visible pair of weight 0 makes o a NaN). Threads: units of (lead index, "
         "head or heads, row tile) spread over the host threads by estimated cost, each computed by the "
         "same operations whatever thread runs it, BLAS pinned to one thread: the bits do not "
-        "depend on the thread count."
+        f"depend on the thread count. Row tiles of at most {LANE_ROWS} query rows take both "
+        "products "
+        "from the library's lane kernels (its statement's association), which read each key "
+        "and value once."
     ),
 }
 

@@ -43,6 +43,11 @@ KEYS: Final = 1024
 #: Bytes of one (lead index, key head)'s keys and values that a thread keeps
 #: converted or gathered (float16 keys, paged pools) for all its row tiles.
 HEAD_CACHE_BYTES: Final = 16 << 20
+#: Row tiles of at most this many rows (decoding: the few rows of one key
+#: head's query heads) take both products from ``lanedots`` instead of BLAS:
+#: OpenBLAS runs such skinny products at a fraction of its speed (lanedots
+#: measured 1.6–5× faster at 1–4 rows, slower from 8).
+LANE_ROWS: Final = 4
 #: Pairs below which a call stays on the calling thread.
 MIN_PARALLEL_PAIRS: Final = 1 << 16
 

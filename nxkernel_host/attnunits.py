@@ -11,19 +11,22 @@ chunks whose tiles of outputs fit one tile of ``ROWS × KEYS``; per chunk:
 
 1. one compiled call: per row tile, ``K·Qᵀ`` by the library's own BLAS
    (the same routine of the same instance, with the same arguments, as
-   ``blas.gemm`` passes for the row tile alone), the rows' maxima and the
-   shifted outputs (``_maxima``, ``_shifted``);
+   ``blas.gemm`` passes for the row tile alone) or, for at most
+   ``LANE_ROWS`` rows, by ``lanedots.scores_at`` (what ``lanedots.scores``
+   runs for the row tile alone), the rows' maxima and the shifted outputs
+   (``_maxima``, ``_shifted``);
 2. NumPy's SIMD exp over the whole chunk at once (elementwise, so each
    value is what the exp of its own tile gives);
-3. one compiled call: per row tile, ``Σ e`` (``_sums``), ``eᵀ·V`` by BLAS,
-   ``o`` and ``lse`` (``_finish``), written into the destinations.
+3. one compiled call: per row tile, ``Σ e`` (``_sums``), ``eᵀ·V`` by BLAS
+   or ``lanedots.weighted_at``, ``o`` and ``lse`` (``_finish``), written
+   into the destinations.
 
 Every row tile thus runs the operations ``attention._attend`` runs for it,
 in the same order on the same values: the bits are those of the per-tile
 path. A row tile whose product is not finite (a NaN or an infinity in a
-value, which that path handles apart) or whose operands BLAS would read
-through a copy is left to the per-tile path, which recomputes it from the
-start.
+value, which that path handles apart) or whose operands BLAS or the lane
+kernels would read through a copy is left to the per-tile path, which
+recomputes it from the start.
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
-from . import blas
-from .attnplan import KEYS, ROWS, _Plan, _Rows
+from . import blas, lanedots
+from .attnplan import KEYS, LANE_ROWS, ROWS, _Plan, _Rows
 from .blas import _NO_TRANS, _ROW_MAJOR, _TRANS
 
 __all__ = ["CHUNK", "FIELDS", "Chunked", "chunked", "spread"]
@@ -190,12 +193,12 @@ def _operand(rows: int, cols: int, s0: int, s1: int, size: int) -> tuple[int, in
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
 def _scores(gemm: Any, q4: Arr, k4: Arr, group: int, units: Arr, lo: Arr, hi: Arr,
-            flat: Arr, m_all: Arr, keyok: Arr, s: Any, ninf: Any,
+            flat: Arr, m_all: Arr, keyok: Arr, s: Any, ninf: Any, lane_rows: int,
             redo: Arr) -> None:  # pragma: no cover - compiled
     """Step 1 of a chunk (module doc): per row tile u, its tile of outputs
     ``K·Qᵀ`` at ``flat[units[u, 12]:]``, its rows' maxima at
     ``m_all[units[u, 13]:]`` and the shifted outputs in place; ``redo[u]``
-    set where BLAS would read K through a copy."""
+    set where BLAS or the lane kernel would read K or Q through a copy."""
     size = k4.itemsize
     dk = k4.shape[3]
     for u in range(units.shape[0]):
@@ -203,14 +206,26 @@ def _scores(gemm: Any, q4: Arr, k4: Arr, group: int, units: Arr, lo: Arr, hi: Ar
         jlo, jhi, lo_max, hi_min, ro = units[u, 5], units[u, 6], units[u, 7], units[u, 8], units[u, 9]
         tq, ldq, off, so = units[u, 10], units[u, 11], units[u, 12], units[u, 13]
         rr, n = heads * r, jhi - jlo
-        ta, lda = _operand(n, dk, k4.strides[2], k4.strides[3], size)
-        if ta == 0:
-            redo[u] = 1
-            continue
         st = flat[off:off + n * rr].reshape((n, rr))
-        a = k4.ctypes.data + b * k4.strides[0] + (h // group) * k4.strides[1] + jlo * k4.strides[2]
-        q = q4.ctypes.data + b * q4.strides[0] + h * q4.strides[1] + r0 * q4.strides[2]
-        gemm(_ROW_MAJOR, ta, tq, n, rr, dk, 1.0, a, lda, q, ldq, 0.0, st.ctypes.data, rr)
+        if rr <= lane_rows:
+            ks = k4.strides
+            qs = q4.strides
+            if (tq != _TRANS or (dk > 1 and ks[3] != size)
+                    or (ks[0] | ks[1] | ks[2] | qs[0] | qs[1] | qs[2]) % size):
+                redo[u] = 1  # K or Q not in rows of unit stride
+                continue
+            ko = (b * ks[0] + (h // group) * ks[1] + jlo * ks[2]) // size
+            qo = (b * qs[0] + h * qs[1] + r0 * qs[2]) // size
+            lanedots.scores_at(k4, ko, ks[2] // size, n, q4, qo, ldq, rr, dk, st)
+        else:
+            ta, lda = _operand(n, dk, k4.strides[2], k4.strides[3], size)
+            if ta == 0:
+                redo[u] = 1
+                continue
+            a = (k4.ctypes.data + b * k4.strides[0] + (h // group) * k4.strides[1]
+                 + jlo * k4.strides[2])
+            q = q4.ctypes.data + b * q4.strides[0] + h * q4.strides[1] + r0 * q4.strides[2]
+            gemm(_ROW_MAJOR, ta, tq, n, rr, dk, 1.0, a, lda, q, ldq, 0.0, st.ctypes.data, rr)
         m = m_all[so:so + rr]
         _maxima(st, s, ninf, lo[ro:ro + rr], hi[ro:ro + rr], lo_max, hi_min, jlo, keyok[:n], m)
         _shifted(st, s, ninf, lo[ro:ro + rr], hi[ro:ro + rr], lo_max, hi_min, jlo, keyok[:n], m)
@@ -218,7 +233,7 @@ def _scores(gemm: Any, q4: Arr, k4: Arr, group: int, units: Arr, lo: Arr, hi: Ar
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
 def _values(gemm: Any, v4: Arr, o4: Arr, lse3: Arr, group: int, units: Arr, flat: Arr,
-            m_all: Arr, t_all: Arr, obuf: Arr, lbuf: Arr, zero: Any,
+            m_all: Arr, t_all: Arr, obuf: Arr, lbuf: Arr, zero: Any, lane_rows: int,
             redo: Arr) -> None:  # pragma: no cover - compiled
     """Step 3 of a chunk (module doc): per row tile u not to redo, ``Σ e``,
     ``eᵀ·V``, then o and lse into ``o4`` and ``lse3`` (directly for one head,
@@ -232,11 +247,18 @@ def _values(gemm: Any, v4: Arr, o4: Arr, lse3: Arr, group: int, units: Arr, flat
         b, h, heads, r0, r = units[u, 0], units[u, 1], units[u, 2], units[u, 3], units[u, 4]
         jlo, jhi, off, so = units[u, 5], units[u, 6], units[u, 12], units[u, 13]
         rr, n = heads * r, jhi - jlo
-        ta, lda = _operand(rr, n, size, rr * size, size)  # eᵀ: the tile's transpose
-        tb, ldb = _operand(n, dv, v4.strides[2], v4.strides[3], size)
-        if ta == 0 or tb == 0:
-            redo[u] = 1
-            continue
+        vs = v4.strides
+        ta = lda = tb = ldb = 0
+        if rr <= lane_rows:
+            if (dv > 1 and vs[3] != size) or (vs[0] | vs[1] | vs[2]) % size:
+                redo[u] = 1  # V not in rows of unit stride
+                continue
+        else:
+            ta, lda = _operand(rr, n, size, rr * size, size)  # eᵀ: the tile's transpose
+            tb, ldb = _operand(n, dv, vs[2], vs[3], size)
+            if ta == 0 or tb == 0:
+                redo[u] = 1
+                continue
         st = flat[off:off + n * rr].reshape((n, rr))
         total = t_all[so:so + rr]
         _sums(st, zero, total)
@@ -246,9 +268,13 @@ def _values(gemm: Any, v4: Arr, o4: Arr, lse3: Arr, group: int, units: Arr, flat
         else:
             o = obuf[:rr * dv].reshape((rr, dv))
             ldc = dv
-        v = v4.ctypes.data + b * v4.strides[0] + (h // group) * v4.strides[1] + jlo * v4.strides[2]
-        gemm(_ROW_MAJOR, ta, tb, rr, dv, n, 1.0, st.ctypes.data, lda, v, ldb, 0.0, o.ctypes.data,
-             ldc)
+        if rr <= lane_rows:
+            vo = (b * vs[0] + (h // group) * vs[1] + jlo * vs[2]) // size
+            lanedots.weighted_at(flat, off, rr, rr, v4, vo, vs[2] // size, n, dv, o, 0, ldc)
+        else:
+            v = v4.ctypes.data + b * vs[0] + (h // group) * vs[1] + jlo * vs[2]
+            gemm(_ROW_MAJOR, ta, tb, rr, dv, n, 1.0, st.ctypes.data, lda, v, ldb, 0.0,
+                 o.ctypes.data, ldc)
         finite = True
         for i in range(rr):
             for c in range(dv):
@@ -435,10 +461,10 @@ class Chunked:
                 t_all = np.empty(int(rows_end[-1]), acc)
             flags = redo[start:stop]
             _scores(self.gemm, self.q4, self.k4, plan.group, part, self.lo, self.hi, flat, m_all, keyok,
-                    plan.scale, ninf, flags)
+                    plan.scale, ninf, LANE_ROWS, flags)
             np.exp(flat[:used], out=flat[:used])  # NumPy's SIMD exp, the whole chunk at once
             _values(self.gemm, self.v4, self.o4, self.lse3, plan.group, part, flat, m_all, t_all,
-                    obuf, lbuf, zero, flags)
+                    obuf, lbuf, zero, LANE_ROWS, flags)
             start = stop
         return redo
 
