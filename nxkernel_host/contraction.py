@@ -433,7 +433,7 @@ def prepare(spec: S.Contract, dsts: tuple[tuple[Dtype, Layout], ...],
 
         def lanes(sp: S.Contract, ds: Sequence[Array], ops: Sequence[Array]) -> None:
             a, b, d = places(ds, ops)
-            own(1, m, n, k, a, 0, k, b, 0, n, d, 0, n, like)
+            own(1, m, n, k, a, 0, k, 1, b, 0, n, d, 0, n, like)
 
         return lanes
     if len(tiling.tiles(m, n, k)) == 1:

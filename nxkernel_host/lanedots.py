@@ -44,9 +44,6 @@ Arr = npt.NDArray[Any]
 
 #: The bytes of a lane vector: 16 float32 or 8 float64.
 LANE_BYTES: Final = 64
-#: Rows of ``product_at``'s register block (by 4 vectors of columns: 24
-#: accumulators of the 32 vector registers AVX-512 has).
-_PRODUCT_ROWS: Final = 6
 #: Query rows of one block: ``scores`` makes W results (16 float32) from
 #: at most 4 rows at once; ``weighted`` holds 4 rows × 4 vectors of sums.
 _BLOCK_ROWS: Final = 4
@@ -271,58 +268,62 @@ def _weighted_intrinsic(typingctx: Any, e: Any, eo: Any, lde: Any, r: Any, v: An
 
 
 @intrinsic
-def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, mr: Any, b: Any, bo: Any, ldb: Any,
-                     nc: Any, k: Any, c: Any, co: Any, ldc: Any, like: Any, rows: Any) -> Any:
+def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any, b: Any, bo: Any,
+                     ldb: Any, nc: Any, k: Any, c: Any, co: Any, ldc: Any, like: Any, rows: Any,
+                     vectors: Any) -> Any:
     """One register block of a matrix product whose operands start ``ao``,
-    ``bo`` and ``co`` elements past addresses a, b and c (int64; row strides
-    in elements, unit stride within rows): ``c[i, j] =
-    Σ_t a[i, t]·b[t, j]`` for i < mr ≤ rows and j < nc, j < 4W, each element
-    a chain of fused multiply-adds over t < k in order from −0, in ``rows ×
-    4`` vectors of accumulators (rows a literal; rows past mr computed from
-    row mr − 1 and never stored, columns past nc neither read nor written).
-    ``like`` is a float32 or float64 value of the dtype."""
+    ``bo`` and ``co`` elements past addresses a, b and c (int64): ``c[i, j] =
+    Σ_t a[i, t]·b[t, j]`` for i < mr ≤ rows and j < nc, j < vectors·W, each
+    element a chain of fused multiply-adds over t < k in order from −0, in
+    ``rows × vectors`` vectors of accumulators (both literals; rows past mr
+    computed from row mr − 1 and never stored, columns past nc neither read
+    nor written). ``a[i, t]`` lies at ``i·lda + t·ak``, ``b[t, j]`` at ``t·ldb
+    + j`` and ``c[i, j]`` at ``i·ldc + j``; ``like`` is a float32 or float64
+    value of the dtype."""
     if not (isinstance(like, types.Float) and isinstance(rows, types.IntegerLiteral)
+            and isinstance(vectors, types.IntegerLiteral)
             and all(isinstance(x, types.Integer)
-                    for x in (a, ao, lda, mr, b, bo, ldb, nc, k, c, co, ldc))):
+                    for x in (a, ao, lda, ak, mr, b, bo, ldb, nc, k, c, co, ldc))):
         return None
-    mrows = rows.literal_value
+    mrows, nvec = rows.literal_value, vectors.literal_value
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        a_, ao_, lda_, mr_, b_, bo_, ldb_, nc_, k_, c_, co_, ldc_, _, _ = args
-        vec = _Vectors(context, builder, sig.args[12])
+        a_, ao_, lda_, ak_, mr_, b_, bo_, ldb_, nc_, k_, c_, co_, ldc_ = args[:13]
+        vec = _Vectors(context, builder, sig.args[13])
         w = vec.w
         pointer = vec.fty.as_pointer()
         ap, bp, cp = (builder.gep(builder.inttoptr(x, pointer), [at])
                       for x, at in ((a_, ao_), (b_, bo_), (c_, co_)))
         arows = [builder.gep(ap, [builder.mul(_clamped(builder, i, mr_), lda_)])
                  for i in range(mrows)]
-        masks = [vec.mask(builder.sub(nc_, ir.Constant(_I64, v * w))) for v in range(_BLOCK_VECTORS)]
-        acc = [[cgutils.alloca_once(builder, vec.vty) for _ in range(_BLOCK_VECTORS)]
-               for _ in range(mrows)]
+        masks = [vec.mask(builder.sub(nc_, ir.Constant(_I64, v * w))) for v in range(nvec)]
+        acc = [[cgutils.alloca_once(builder, vec.vty) for _ in range(nvec)] for _ in range(mrows)]
         for row in acc:
             for slot in row:
                 builder.store(vec.splat(-0.0), slot)
-        whole = builder.icmp_signed(">=", nc_, ir.Constant(_I64, _BLOCK_VECTORS * w))
+        whole = builder.icmp_signed(">=", nc_, ir.Constant(_I64, nvec * w))
         with builder.if_else(whole) as (unmasked, masked):
             for branch, use in ((unmasked, None), (masked, masks)):
                 with branch, cgutils.for_range(builder, k_) as step:
                     brow = builder.gep(bp, [builder.mul(step.index, ldb_)])
                     bv = [vec.load(builder.gep(brow, [ir.Constant(_I64, v * w)]),
-                                   None if use is None else use[v]) for v in range(_BLOCK_VECTORS)]
+                                   None if use is None else use[v]) for v in range(nvec)]
+                    at = builder.mul(step.index, ak_)
                     for i in range(mrows):
-                        av = vec.splat(builder.load(builder.gep(arows[i], [step.index])))
-                        for v in range(_BLOCK_VECTORS):
+                        av = vec.splat(builder.load(builder.gep(arows[i], [at])))
+                        for v in range(nvec):
                             slot = acc[i][v]
                             builder.store(vec.fma(av, bv[v], builder.load(slot)), slot)
         for i in range(mrows):
             with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, i), mr_)):
                 crow = builder.gep(cp, [builder.mul(ir.Constant(_I64, i), ldc_)])
-                for v in range(_BLOCK_VECTORS):
+                for v in range(nvec):
                     vec.store(builder.load(acc[i][v]), builder.gep(crow, [ir.Constant(_I64, v * w)]),
                               masks[v])
         return context.get_dummy_value()
 
-    return types.none(a, ao, lda, mr, b, bo, ldb, nc, k, c, co, ldc, like, rows), codegen
+    return types.none(a, ao, lda, ak, mr, b, bo, ldb, nc, k, c, co, ldc, like, rows,
+                      vectors), codegen
 
 
 @intrinsic
@@ -411,26 +412,37 @@ def weighted_at(e: Arr, eo: int, lde: int, r: int, v: Arr, vo: int, ldv: int, n:
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, b: int, sb: int,
-               ldb: int, c: int, sc: int, ldc: int, like: Any) -> None:  # pragma: no cover
-    """``c_e = a_e @ b_e`` for e < count: ``a_e [m, k]``, ``b_e [k, n]`` and
-    ``c_e [m, n]`` of ``like``'s dtype, row strides ``lda``, ``ldb`` and ``ldc``
-    and unit stride within rows, starting ``e·sx`` elements past addresses
-    a, b and c: each element a chain of fused multiply-adds over k in order
-    from −0 (module doc), in register blocks of ``_PRODUCT_ROWS`` rows (1
-    where m is 1) by 4W columns, the blocks of columns outside, so that
-    every block of rows reads a block of b's columns from cache. k ≥ 1; the
-    blocks change no bit."""
-    span = _BLOCK_VECTORS * (LANE_BYTES // _itemsize(like))
+def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak: int, b: int,
+               sb: int, ldb: int, c: int, sc: int, ldc: int,
+               like: Any) -> None:  # pragma: no cover - compiled
+    """``c_e = a_e @ b_e`` for e < count: ``a_e [m, k]`` (element (i, t) at
+    ``i·lda + t·ak``), ``b_e [k, n]`` and ``c_e [m, n]`` (row strides ``ldb``,
+    ``ldc``, unit stride within rows) of ``like``'s dtype, starting ``e·sx``
+    elements past addresses a, b and c: each element a chain of fused
+    multiply-adds over k in order from −0 (module doc). k ≥ 1. Register
+    blocks by n's width in vectors: 6 rows × 4 vectors, 12 × 2 or 24 × 1 (1
+    × 4 where m is 1), the blocks of columns outside so that every block of
+    rows reads a block of b's columns from cache; the blocks change no bit."""
+    w = LANE_BYTES // _itemsize(like)
+    wide = -(-n // w)
     for e in range(count):
         ao, bo, co = e * sa, e * sb, e * sc
-        for j0 in range(0, n, span):
-            if m == 1:
-                _block(a, ao, lda, 1, b, bo + j0, ldb, n - j0, k, c, co + j0, ldc, like, 1)
-                continue
-            for i0 in range(0, m, _PRODUCT_ROWS):
-                _block(a, ao + i0 * lda, lda, min(_PRODUCT_ROWS, m - i0), b, bo + j0, ldb, n - j0,
-                       k, c, co + i0 * ldc + j0, ldc, like, _PRODUCT_ROWS)
+        if m == 1:
+            for j0 in range(0, n, 4 * w):
+                _block(a, ao, lda, ak, 1, b, bo + j0, ldb, n - j0, k, c, co + j0, ldc, like, 1, 4)
+        elif wide >= 3:
+            for j0 in range(0, n, 4 * w):
+                for i0 in range(0, m, 6):
+                    _block(a, ao + i0 * lda, lda, ak, min(6, m - i0), b, bo + j0, ldb, n - j0, k,
+                           c, co + i0 * ldc + j0, ldc, like, 6, 4)
+        elif wide == 2:
+            for i0 in range(0, m, 12):
+                _block(a, ao + i0 * lda, lda, ak, min(12, m - i0), b, bo, ldb, n, k, c,
+                       co + i0 * ldc, ldc, like, 12, 2)
+        else:
+            for i0 in range(0, m, 24):
+                _block(a, ao + i0 * lda, lda, ak, min(24, m - i0), b, bo, ldb, n, k, c,
+                       co + i0 * ldc, ldc, like, 24, 1)
 
 
 def scores(k: Arr, q: Arr, st: Arr) -> None:

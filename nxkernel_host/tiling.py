@@ -146,8 +146,8 @@ def float_tasks(dtype: npt.DTypeLike, batch: int, m: int, n: int, k: int, a: int
             at_out = out + (lo * sc + r0 * n + c0) * item
             if by_lanes(r1 - r0, c1 - c0, k):
                 tasks.append(functools.partial(
-                    lanedots.product_at, count, r1 - r0, c1 - c0, k, at_a, sa, k, at_b, sb, n,
-                    at_out, sc, n, like))
+                    lanedots.product_at, count, r1 - r0, c1 - c0, k, at_a, sa, k, 1, at_b, sb,
+                    n, at_out, sc, n, like))
                 continue
             tasks.append(functools.partial(
                 product, r1 - r0, c1 - c0, k, at_a, k, sa_, at_b, n, sb_, at_out, n, sc_, count))

@@ -228,18 +228,25 @@ def own_product(a: NDArray, b: NDArray, out: NDArray) -> None:
     """``out = a @ b`` by ``product_at`` on views with unit stride within rows."""
     size = a.itemsize
     lanedots.product_at(1, a.shape[0], b.shape[1], a.shape[1], a.ctypes.data, 0,
-                        a.strides[0] // size, b.ctypes.data, 0, b.strides[0] // size,
+                        a.strides[0] // size, a.strides[1] // size, b.ctypes.data, 0,
+                        b.strides[0] // size,
                         out.ctypes.data, 0, out.strides[0] // size, a.dtype.type(0))
 
 
 @pytest.mark.parametrize("dt", FLOATS)
 @pytest.mark.parametrize(("m", "n", "k"), [(1, 1, 1), (1, 70, 9), (5, 3, 4), (6, 64, 2),
-                                           (7, 65, 3), (13, 17, 8), (12, 129, 1)])
-def test_the_product_is_fma_chains_over_k(dt: type[np.floating[Any]], m: int, n: int,
-                                          k: int) -> None:
+                                           (7, 65, 3), (13, 17, 8), (12, 129, 1), (30, 5, 7),
+                                           (25, 20, 3), (13, 40, 2)])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_the_product_is_fma_chains_over_k(dt: type[np.floating[Any]], m: int, n: int, k: int,
+                                          transposed: bool) -> None:
+    """Every register block (24 × 1, 12 × 2, 6 × 4 and 1 × 4 vectors), with
+    tails of rows and columns, a read in rows or through its transpose."""
     rng = np.random.default_rng(m * 1000 + n * 10 + k)
     # Operands inside wider arrays: row strides past the extents.
     a = rng.standard_normal((m, k + 3)).astype(dt)[:, 1:k + 1]
+    if transposed:
+        a = np.ascontiguousarray(a.T).T  # a[i, t] at t·m + i
     b = rng.standard_normal((k, n + 5)).astype(dt)[:, 2:n + 2]
     canvas = np.full((m, n + 4), 7.0, dt)
     out = canvas[:, 2:n + 2]
@@ -258,7 +265,7 @@ def test_a_batch_of_products_each_alone() -> None:
     a = rng.standard_normal((3, 7, 5)).astype(np.float32)
     b = rng.standard_normal((3, 5, 66)).astype(np.float32)
     out = np.empty((3, 7, 66), np.float32)
-    lanedots.product_at(3, 7, 66, 5, a.ctypes.data, 35, 5, b.ctypes.data, 330, 66,
+    lanedots.product_at(3, 7, 66, 5, a.ctypes.data, 35, 5, 1, b.ctypes.data, 330, 66,
                         out.ctypes.data, 462, 66, np.float32(0))
     for e in range(3):
         assert out[e].tobytes() == product(a[e], b[e]).tobytes()
