@@ -1,12 +1,14 @@
-"""Dot products in 64-byte lanes and weighted sums of rows, for products of
-few rows (attention's decoding tiles), in orders of their own.
+"""The host library's own product kernels, in orders stated here: dot
+products in 64-byte lanes, weighted sums of rows and a register-blocked
+matrix product, in vector code generated through LLVM (Numba intrinsics).
 
-BLAS is built for products whose three extents are all large; a product of a
-few query rows against thousands of keys (``K·Qᵀ`` with n = 4, ``eᵀ·V`` with
-m = 4) runs OpenBLAS's kernels at a fraction of their speed, and its order of
-summation is OpenBLAS's. These kernels stream the keys and values once, in
-orders stated here, the same on every machine (LLVM's IEEE operations on
-vectors give the same bits whatever the vector width the CPU has):
+OpenBLAS is built for products whose three extents are all large; a product
+of a few query rows against thousands of keys (attention's ``K·Qᵀ`` with n =
+4, ``eᵀ·V`` with m = 4) or of 128³ runs its kernels at a fraction of their
+speed, and its order of summation is OpenBLAS's, by core type. These
+kernels keep their operands in place and sum in orders of their own, the
+same on every machine (LLVM's IEEE operations on vectors give the same bits
+whatever the vector width the CPU has; ``llvm.fma`` is always fused):
 
 * ``scores``: ``st[j, i] = k[j]·q[i]`` with the d products of a pair in
   ``W`` lanes (``W = 64 / itemsize``: 16 float32, 8 float64), product m in
@@ -14,15 +16,20 @@ vectors give the same bits whatever the vector width the CPU has):
   from −0 (so a lane of one product holds that product rounded once, and an
   empty lane −0, which every later addition ignores), the lanes then added
   as a halving tree: lane l + lane l + W/2 for l < W/2, then l + l + W/4, …,
-  down to lane 0.
+  down to lane 0. Streams each key once for a few query rows (decoding).
 * ``weighted``: ``out[i, c] = Σ_j e[j, i]·v[j, c]``, per element a chain of
-  fused multiply-adds over j in order from +0.
+  fused multiply-adds over j in order from +0, a few rows at a time.
+* ``product``: ``c = a @ b``, per element a chain of fused multiply-adds over
+  k in order from −0, in register blocks of up to 24 vectors of
+  accumulators (the contraction's small tiles, attention's tiles).
 
-Both are within ``γ(n)·Σ|xᵢyᵢ|`` of the exact sum of n products (any order
-of additions of n terms, each product or multiply-add rounded once).
+Each is within ``γ(n)·Σ|xᵢyᵢ|`` of the exact sum of n products (any order
+of additions of n terms, each product or multiply-add rounded once); which
+block or thread computes an element changes none of its bits.
 
-Rule on operands: every matrix has unit stride along its last axis and a
-row stride that is a multiple of its itemsize (``unit_rows``); callers copy
+Rule on operands: ``scores`` and ``weighted`` read matrices with unit stride
+along their last axis and a row stride that is a multiple of their itemsize
+(``unit_rows``), ``product`` b and c so, a of any strides; the wrappers copy
 other views first. float32 and float64 only, all of one dtype.
 """
 
@@ -38,7 +45,8 @@ from numba import njit, types
 from numba.core import cgutils as numba_cgutils
 from numba.extending import intrinsic
 
-__all__ = ["LANE_BYTES", "product_at", "scores", "scores_at", "unit_rows", "weighted", "weighted_at"]
+__all__ = ["LANE_BYTES", "product", "product_at", "scores", "scores_at", "unit_rows", "weighted",
+           "weighted_at"]
 
 Arr = npt.NDArray[Any]
 
@@ -443,6 +451,28 @@ def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak
             for i0 in range(0, m, 24):
                 _block(a, ao + i0 * lda, lda, ak, min(24, m - i0), b, bo, ldb, n, k, c,
                        co + i0 * ldc, ldc, like, 24, 1)
+
+
+def product(a: Arr, b: Arr, out: Arr) -> None:
+    """``out[...] = a @ b`` by ``product_at``: a ``[m, k]`` of any strides, b
+    ``[k, n]`` and out ``[m, n]`` of a's dtype (float32 or float64), out with
+    unit stride along its last axis, b copied first where it is not
+    ``unit_rows`` (a where a stride is no whole number of elements); k = 0
+    gives +0."""
+    m, k = a.shape
+    n = b.shape[1]
+    if m == 0 or n == 0:
+        return
+    if k == 0:
+        out[...] = 0
+        return
+    size = a.itemsize
+    if a.strides[0] % size or a.strides[1] % size:
+        a = np.ascontiguousarray(a)
+    b = _in_place(b)
+    product_at(1, m, n, k, a.ctypes.data, 0, a.strides[0] // size, a.strides[1] // size,
+               b.ctypes.data, 0, b.strides[0] // size, out.ctypes.data, 0, out.strides[0] // size,
+               a.dtype.type(0))
 
 
 def scores(k: Arr, q: Arr, st: Arr) -> None:

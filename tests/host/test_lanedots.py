@@ -157,19 +157,19 @@ def test_zeros_infinities_and_nans() -> None:
     assert st[3, 1] == np.inf  # each lane holds 3e38; the tree's addition overflows
 
 
-def test_attention_takes_lanes_for_tiles_of_few_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A tile of at most LANE_ROWS rows (decoding's grouped heads) on the
-    per-tile path calls lanedots, a wider one BLAS; both paths agree."""
+def test_attention_takes_its_products_from_lanedots(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the per-tile path, a tile of at most LANE_ROWS rows (decoding's
+    grouped heads) takes the lane kernels, a wider one ``product``; no BLAS."""
     calls: list[str] = []
     monkeypatch.setattr(attnunits, "chunked", lambda plan: None)
-    for name in ("scores", "weighted"):
+    for name in ("scores", "weighted", "product"):
         original = getattr(lanedots, name)
         monkeypatch.setattr(lanedots, name,
                             lambda *a, _f=original, _n=name: (calls.append(_n), _f(*a))[1])
     original_gemm = blas.gemm
     monkeypatch.setattr(blas, "gemm", lambda *a: (calls.append("gemm"), original_gemm(*a))[1])
     rng = np.random.default_rng(3)
-    for rows, want in ((LANE_ROWS, {"scores", "weighted"}), (LANE_ROWS + 1, {"gemm"})):
+    for rows, want in ((LANE_ROWS, {"scores", "weighted"}), (LANE_ROWS + 1, {"product"})):
         calls.clear()
         q = rng.standard_normal((1, 1, rows, 16)).astype(np.float32)
         k = rng.standard_normal((1, 1, 50, 16)).astype(np.float32)
