@@ -25,6 +25,7 @@ from nxkernel_core.prog import Prog
 from nxkernel_host import reduce as R
 from nxkernel_host import scan as SC
 from nxkernel_host.library import library
+from tests.host.sweeps import sweep
 
 MAX, MIN, SUM, PROD = S.Monoid.MAX, S.Monoid.MIN, S.Monoid.SUM, S.Monoid.PROD
 ARGMAX, ARGMIN = S.Arg(S.Extreme.MAX), S.Arg(S.Extreme.MIN)
@@ -279,3 +280,30 @@ def test_warm_cumsum_takes_the_axes_a_cold_call_takes() -> None:
             nx.cumsum(x, axis=2)
         with pytest.raises(InvalidArgument, match=r"nx\.cumsum: axis must be an integer"):
             nx.cumsum(x, axis=True)
+
+
+@sweep
+@pytest.mark.parametrize("dt", [D.float32, D.float64, D.float16, D.bfloat16, D.int16, D.int32,
+                                D.int64])
+def test_every_small_length_gives_the_general_paths_bits(dt: D.Dtype) -> None:
+    """Rows of every length up to 5000 and around the thresholds, one and
+    three rows, every data case: the small path against the general one."""
+    rng = np.random.default_rng(13)
+    lengths = [*range(1, 5001), *range(SC.SMALL_SCAN - 3, SC.SMALL_SCAN + 1),
+               *range(R.EXTREME_TERMS - 3, R.EXTREME_TERMS + 1)]
+    for n in lengths:
+        for rows in (1, 3) if 3 * n <= R.EXTREME_TERMS else (1,):
+            case = n % (5 if dt.is_float else 2)
+            x = extreme_data(dt, (rows, n), case, rng)
+            a = Array.from_numpy(x)
+            for red in (MAX, MIN, ARGMAX, ARGMIN):
+                spec = S.Reduce(Prog.identity(dt), (S.PLAIN,), (1,), ((red, 0, dt),))
+                out: list[tuple[int, ...]] = [(rows,)] * (2 if isinstance(red, S.Arg) else 1)
+                warm, cold = both_paths(spec, a, out, "extreme")
+                assert [bits(w) for w in warm] == [bits(c) for c in cold], (n, rows, case, red)
+            if dt not in (D.float32, D.float64) or rows * n > SC.SMALL_SCAN:
+                continue
+            for red, reverse in ((SUM, False), (SUM, True), (PROD, False), (PROD, True)):
+                scan = S.Scan(Prog.identity(dt), (S.PLAIN,), 1, red, 0, dt, reverse)
+                (swarm,), (scold,) = both_paths(scan, a, [a.shape], "rows_scan")
+                assert bits(swarm) == bits(scold), (n, rows, case, red, reverse)
