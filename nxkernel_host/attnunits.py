@@ -51,6 +51,9 @@ __all__ = ["CHUNK", "FIELDS", "Chunked", "chunked", "spread"]
 
 Arr = npt.NDArray[Any]
 
+#: Tiles of fewer rows than this take ``_shifted``'s Exp in a pass of its own
+#: over the flat tile (an Exp per row in the key loop would run on 4 lanes).
+_FLAT_ROWS: Final = 16
 #: Elements of one chunk's tiles of outputs: one tile of ``ROWS × KEYS``.
 CHUNK: Final = ROWS * KEYS
 #: Fields of a row tile: lead index (flat), first query head, heads, first
@@ -121,28 +124,48 @@ def _exp_of(x: Any) -> Any:
     return None
 
 
+@njit(inline="always")
+def _shift_rows(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
+                keyok: Arr, shift: Arr, exp: bool) -> None:  # pragma: no cover - compiled
+    """``st[j, i] = x − shift[i]`` (x as ``_maxima`` reads it, one rounding
+    each; −∞ − shift[i] at hidden pairs), and its Exp (``_exp``) where
+    ``exp``, a constant at each call, so that each caller's loops are
+    compiled for one of the two."""
+    n, r = st.shape
+    for j in range(n):
+        key = k0 + j
+        if keyok[j] == 0:
+            for i in range(r):
+                x = ninf - shift[i]
+                st[j, i] = _exp(x) if exp else x
+        elif lo_max <= key and key < hi_min:
+            for i in range(r):
+                x = s * st[j, i] - shift[i]
+                st[j, i] = _exp(x) if exp else x
+        else:
+            for i in range(r):
+                x = s * st[j, i]
+                x = (ninf if ((lo[i] > key) | (key >= hi[i])) else x) - shift[i]
+                st[j, i] = _exp(x) if exp else x
+
+
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
 def _shifted(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
              keyok: Arr, shift: Arr) -> None:  # pragma: no cover - compiled
     """``st[j, i] = exp(x − shift[i])``: x as ``_maxima`` reads it, x −
     shift[i] rounded once, then the library's own Exp of the accumulator's
     dtype (``_exp``); 0 at hidden pairs (e^(−∞ − shift[i]), a NaN where the
-    shift is a NaN)."""
+    shift is a NaN). A tile (C-contiguous) of fewer rows than ``_FLAT_ROWS``
+    (decoding's) takes the Exp in a pass of its own over the flat tile, so
+    that it runs on whole vectors; the values are the same."""
     wide_vectors()
-    n, r = st.shape
-    for j in range(n):
-        key = k0 + j
-        if keyok[j] == 0:
-            for i in range(r):
-                st[j, i] = _exp(ninf - shift[i])
-        elif lo_max <= key and key < hi_min:
-            for i in range(r):
-                st[j, i] = _exp(s * st[j, i] - shift[i])
-        else:
-            for i in range(r):
-                x = s * st[j, i]
-                x = ninf if ((lo[i] > key) | (key >= hi[i])) else x
-                st[j, i] = _exp(x - shift[i])
+    if st.shape[1] >= _FLAT_ROWS:
+        _shift_rows(st, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, shift, True)
+        return
+    _shift_rows(st, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, shift, False)
+    flat = st.ravel()
+    for f in range(flat.shape[0]):
+        flat[f] = _exp(flat[f])
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
