@@ -67,7 +67,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.spec import Attention
 
 from . import attnunits, lanedots, pool, views
-from .attnplan import LANE_ROWS, MIN_PARALLEL_PAIRS, _Head, _Plan, _plan, _Rows, _rows
+from .attnplan import LANE_ROWS, MIN_PARALLEL_PAIRS, _Head, _Plan, _plan, _Rows, row_tile
 from .attnunits import _finish, _maxima, _rescale, _shifted, _sums
 from .family import Family
 
@@ -343,7 +343,8 @@ def _visibility(plan: _Plan, heads: int) -> list[tuple[tuple[int, ...], list[_Ro
         tiles = []
         for r0 in range(0, plan.tq, step):
             if (kmax, r0) not in found:
-                found[kmax, r0] = _tiled(_rows(plan, r0, min(plan.tq, r0 + step), kmax), heads)
+                found[kmax, r0] = row_tile(plan.spec.prog, plan.tq, plan.tk, r0,
+                                           min(plan.tq, r0 + step), kmax, heads)
             tiles.append(found[kmax, r0])
         out.append((b, tiles))
     return out
@@ -361,16 +362,6 @@ def _units(plan: _Plan, heads: int, b: tuple[int, ...], tiles: Sequence[_Rows]) 
             cost = heads * (r1 - r0) * (max(0, rows.jhi - rows.jlo) + 16)
             out.append((b, h, heads, r0, r1, rows, cost))
     return out
-
-
-def _tiled(rows: _Rows, heads: int) -> _Rows:
-    """A row tile's visibility repeated for ``heads`` heads stacked as rows."""
-    if heads == 1:
-        return rows
-    multi = None if rows.multi is None else [(np.tile(lo, heads), np.tile(hi, heads))
-                                             for lo, hi in rows.multi]
-    return _Rows(np.tile(rows.lo, heads), np.tile(rows.hi, heads), rows.lo_max, rows.hi_min,
-                 multi, rows.general, rows.jlo, rows.jhi)
 
 
 def _balanced(costs: Sequence[int], parts: int) -> list[tuple[int, int]]:
