@@ -14,9 +14,10 @@ entry point returns, with one statement for the whole library.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
+from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.layout import Layout
 from nxkernel_core.library import Library
@@ -68,6 +69,7 @@ class HostLibrary(Library):
     open_choices: ClassVar[Mapping[str, str]] = _merged("open_choices")
     ulps: ClassVar[Mapping[str, Mapping[str, int]]] = _merged("ulps")
     _prepared: ClassVar[Mapping[str, Prepare]] = _merged("prepared")
+    _direct: ClassVar[Mapping[str, Prepare]] = _merged("direct")
 
     # The hooks: each computes a call that fits, the door passed.
     _map = staticmethod(elementwise.map_)
@@ -97,6 +99,17 @@ class HostLibrary(Library):
     def error_factor(self, k: int, dt: Dtype) -> float:
         """e(K) of the host's contractions (``contraction.error_factor``)."""
         return contraction.error_factor(k, dt)
+
+    def _hook_for(self, kernel: str, spec: Any, dsts: Sequence[Array],
+                  operands: Sequence[Array]) -> Hook | None:
+        """The hook for every call of this signature through the library's own
+        entry: the family's ``direct`` form where it has one, else the
+        kernel's hook."""
+        prep = self._direct.get(kernel)
+        if prep is None:
+            return self._hook(kernel)
+        return prep(spec, tuple([(a.dtype, a.layout) for a in dsts]),
+                    tuple([(a.dtype, a.layout) for a in operands]))
 
     def prepare(self, spec: Any, dsts: tuple[tuple[Dtype, Layout], ...],
                 operands: tuple[tuple[Dtype, Layout], ...], device: Rig) -> Hook | None:
