@@ -611,14 +611,13 @@ def prepare_range_gather(spec: S.RangeGather, dsts: Signature, operands: Signatu
 
 
 def prepare_scatter(spec: S.Scatter, dsts: Signature, operands: Signature) -> Hook:
-    """``scatter`` prepared for one signature (see above): Set, and Add at a
-    dtype of its own compute width (integers, float32, float64), of rows of
-    an inner extent 1 for Add; the same bits."""
+    """``scatter`` prepared for one signature (see above): Set, Max, Min, and
+    Add at a dtype of its own compute width (integers, float32, float64) of
+    rows of an inner extent 1; the same bits."""
     (dt, d_lay), = dsts
     (_, into_lay), (i_dt, i_lay), (_, u_lay) = operands
     add = spec.combine is S.Combine.ADD
-    if (not _plain(*dsts, *operands) or spec.combine not in (S.Combine.SET, S.Combine.ADD)
-            or (add and dt.kind is Kind.FLOAT and dt.bits < 32)):
+    if not _plain(*dsts, *operands) or (add and dt.kind is Kind.FLOAT and dt.bits < 32):
         return scatter
     outer, n, inner = _shape3(i_lay.shape, spec.axis)
     d = d_lay.shape[spec.axis]
@@ -644,6 +643,9 @@ def prepare_scatter(spec: S.Scatter, dsts: Signature, operands: Signature) -> Ho
                 and into.buffer.offset + into0 == dst.buffer.offset + d0):
             _view(everything, bits, dst, d0)[...] = _frozen_view(everything, bits, into, into0)
 
+    if spec.combine is S.Combine.MAX or spec.combine is S.Combine.MIN:
+        return _prepared_extreme(spec, dt, start, (into_lay.shape, into0), (u_lay.shape, u0),
+                                 (at, i0), (of, d0))
     if not add:
         def set_rows(sp: S.Scatter, ds: Sequence[Array], ops: Sequence[Array]) -> None:
             start(ds, ops)
@@ -662,6 +664,39 @@ def prepare_scatter(spec: S.Scatter, dsts: Signature, operands: Signature) -> Ho
                           _frozen_view(at2, t, ops[2], u0), zero, *whole)
 
     return add_rows
+
+
+def _prepared_extreme(spec: S.Scatter, dt: Dtype,
+                      start: Callable[[Sequence[Array], Sequence[Array]], None],
+                      into: tuple[tuple[int, ...], int], updates: tuple[tuple[int, ...], int],
+                      index: tuple[tuple[int, int, int], int], dst: tuple[tuple[int, int, int], int]
+                      ) -> Hook:
+    """``prepare_scatter``'s Max and Min (``_scatter_extreme`` on views made
+    straight): each array's (shape, first byte), index and dst split as
+    ``[outer, ·, inner]``."""
+    values, bits = dt.numpy_dtype, np.dtype(_UINT[dt.itemsize])
+    axis, maximum, has_nan = spec.axis, spec.combine is S.Combine.MAX, _has_nan(dt)
+    nan_width, boolean = _nan_width(dt), dt.kind is Kind.BOOLEAN
+    (into_shape, into0), (u_shape, u0), (at, i0), (of, d0) = into, updates, index, dst
+    u_split = _shape3(u_shape, axis)
+
+    def extreme(sp: S.Scatter, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        start(ds, ops)
+        cur1, cur2 = (np.array(key) for key in _key_pair(
+            dt, _frozen_view(into_shape, values, ops[0], into0), axis))
+        upd1, upd2 = _key_pair(dt, _frozen_view(u_shape, values, ops[2], u0), axis)
+        winner = np.full(cur1.shape, -2, np.int64)
+        _scatter_extreme_loop(cur1, cur2, _frozen_view(at, _INT64, ops[1], i0), upd1, upd2,
+                              winner, maximum, has_nan, upd1.dtype.type((1 << nan_width) - 1))
+        out = _view(of, bits, ds[0], d0)
+        if boolean:
+            # Or and And: a reached position holds its winner's key (0 or 1).
+            reached = winner >= -1
+            out[reached] = cur1[reached].astype(np.uint8)
+            return
+        _take_winners_loop(out, _frozen_view(u_split, bits, ops[2], u0), winner)
+
+    return extreme
 
 
 def prepare_assemble(spec: S.Assemble, dsts: Signature, operands: Signature) -> Hook:
