@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 from .family import Family
-from .gathers import DIRECT, PREPARED
+from .moveplans import DIRECT, PREPARED
 from .sorts import RADIX_MIN, TOP_K_FRACTION
 
 __all__ = ["FAMILY"]

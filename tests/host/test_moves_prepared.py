@@ -2,7 +2,7 @@
 
 The library's own entry (``library.gather``, ...) and the caller's warm path
 (``nx.gather``, ...) compute a move by the hook its signature prepared
-(``gathers.DIRECT`` and ``gathers.PREPARED``): views of the arrays' bytes
+(``moveplans.DIRECT`` and ``moveplans.PREPARED``): views of the arrays' bytes
 made once per signature, no pool below ``MIN_PARALLEL``. Each must give the
 bits of the move's hook (``gathers.gather``, ...: what both paths ran before,
 checked against per-element references in ``test_moves``), call after call,
