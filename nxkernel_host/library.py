@@ -117,7 +117,10 @@ class HostLibrary(Library):
         fresh destinations' and the operands' dtypes and layouts, on
         ``device``): a hook that computes such a call, the door passed; None
         where the kernel has no prepared form. The caller's plan has checked
-        the fit, and the host declines no case of a prepared kernel."""
+        the shape and refusal rules (the whole fit of a map, reduce or scan;
+        a move's prepared form checks its dtype rule itself, and has none for
+        a signature that does not fit), and the host declines no case of a
+        prepared kernel."""
         prep = self._prepared.get(spec.kernel)
         return None if prep is None else prep(spec, dsts, operands)
 
