@@ -34,7 +34,7 @@ from . import gathers as G
 from . import pool
 from .family import Hook, Prepare
 from .gathers import _is_whole, _slices, assemble, gather, range_gather, scatter
-from .movebits import _UINT, _bits, _has_nan, _key_pair, _nan_width, _shape3
+from .movebits import _UINT, _bits, _frozen, _has_nan, _keys, _nan_width, _shape3
 from .views import read
 
 __all__ = ["DIRECT", "PREPARED"]
@@ -195,15 +195,20 @@ def _prepared_extreme(spec: S.Scatter, dt: Dtype,
     nan_width, boolean = _nan_width(dt), dt.kind is Kind.BOOLEAN
     (into_shape, into0), (u_shape, u0), (at, i0), (of, d0) = into, updates, index, dst
     u_split = _shape3(u_shape, axis)
+    # One order key per element (no complex dtype here), of the bits' type:
+    # the second keys ``_key_pair`` gives are zeros, the updates' a read-only
+    # broadcast (made once), the running extremes' fresh zeros.
+    nan_key, upd2 = bits.type((1 << nan_width) - 1), np.broadcast_to(bits.type(0), u_split)
 
     def extreme(sp: S.Scatter, ds: Sequence[Array], ops: Sequence[Array]) -> None:
         start(ds, ops)
-        cur1, cur2 = (np.array(key) for key in _key_pair(
-            dt, _frozen_view(into_shape, values, ops[0], into0), axis))
-        upd1, upd2 = _key_pair(dt, _frozen_view(u_shape, values, ops[2], u0), axis)
-        winner = np.full(cur1.shape, -2, np.int64)
+        (into_keys,) = _keys(dt, _frozen_view(into_shape, values, ops[0], into0))
+        cur1, cur2 = np.array(np.reshape(into_keys, of)), np.zeros(of, bits)
+        (upd_keys,) = _keys(dt, _frozen_view(u_shape, values, ops[2], u0))
+        upd1 = _frozen(np.reshape(upd_keys, u_split))
+        winner = np.full(of, -2, np.int64)
         G._scatter_extreme_loop(cur1, cur2, _frozen_view(at, _INT64, ops[1], i0), upd1, upd2,
-                              winner, maximum, has_nan, upd1.dtype.type((1 << nan_width) - 1))
+                                winner, maximum, has_nan, nan_key)
         out = _view(of, bits, ds[0], d0)
         if boolean:
             # Or and And: a reached position holds its winner's key (0 or 1).
