@@ -77,7 +77,7 @@ _INT64: Final = np.dtype(np.int64)
 
 
 def prepare_gather(spec: S.Gather, dsts: Signature, operands: Signature) -> Hook:
-    """``gather`` prepared for one signature (see above): the same bits."""
+    """``gather`` prepared for one signature (see the module's doc): the same bits."""
     (dt, d_lay), = dsts
     (i_dt, i_lay), (_, x_lay) = operands
     if not _plain(*dsts, *operands):
@@ -91,7 +91,8 @@ def prepare_gather(spec: S.Gather, dsts: Signature, operands: Signature) -> Hook
 
         def rows3(sp: S.Gather, ds: Sequence[Array], ops: Sequence[Array]) -> None:
             G._gather_loop(_frozen_view(shapes[1], t, ops[1], x0),
-                         _frozen_view(shapes[0], _INT64, ops[0], i0), _view(shapes[0], t, ds[0], d0))
+                           _frozen_view(shapes[0], _INT64, ops[0], i0),
+                           _view(shapes[0], t, ds[0], d0))
 
         return rows3
     at, of = (outer, n), (outer, d)
@@ -102,13 +103,13 @@ def prepare_gather(spec: S.Gather, dsts: Signature, operands: Signature) -> Hook
             gather(sp, ds, ops)
             return
         G._gather_rows(_frozen_view(of, t, ops[1], x0), _frozen_view(at, _INT64, ops[0], i0),
-                     _view(at, t, ds[0], d0))
+                       _view(at, t, ds[0], d0))
 
     return rows
 
 
 def prepare_range_gather(spec: S.RangeGather, dsts: Signature, operands: Signature) -> Hook:
-    """``range_gather`` prepared for one signature (see above): the same bits."""
+    """``range_gather`` prepared for one signature (see the module's doc): the same bits."""
     (dt, d_lay), = dsts
     (s_dt, s_lay), (_, x_lay) = operands
     if not _plain(*dsts, *operands):
@@ -120,16 +121,16 @@ def prepare_range_gather(spec: S.RangeGather, dsts: Signature, operands: Signatu
     s0, x0, d0 = _start(s_dt, s_lay), _start(dt, x_lay), _start(dt, d_lay)
 
     def runs(sp: S.RangeGather, ds: Sequence[Array], ops: Sequence[Array]) -> None:
-        G._range_gather_loop(_frozen_view(of, t, ops[1], x0), _frozen_view(at, _INT64, ops[0], s0),
-                           _view(into, t, ds[0], d0))
+        G._range_gather_loop(_frozen_view(of, t, ops[1], x0),
+                             _frozen_view(at, _INT64, ops[0], s0), _view(into, t, ds[0], d0))
 
     return runs
 
 
 def prepare_scatter(spec: S.Scatter, dsts: Signature, operands: Signature) -> Hook:
-    """``scatter`` prepared for one signature (see above): Set, Max, Min, and
-    Add at a dtype of its own compute width (integers, float32, float64) of
-    rows of an inner extent 1; the same bits."""
+    """``scatter`` prepared for one signature (see the module's doc): Set,
+    Max, Min, and Add at a dtype of its own compute width (integers,
+    float32, float64) of rows of an inner extent 1; the same bits."""
     (dt, d_lay), = dsts
     (_, into_lay), (i_dt, i_lay), (_, u_lay) = operands
     add = spec.combine is S.Combine.ADD
@@ -166,7 +167,7 @@ def prepare_scatter(spec: S.Scatter, dsts: Signature, operands: Signature) -> Ho
         def set_rows(sp: S.Scatter, ds: Sequence[Array], ops: Sequence[Array]) -> None:
             start(ds, ops)
             G._scatter_set_loop(_view(of, bits, ds[0], d0), _frozen_view(at, _INT64, ops[1], i0),
-                              _frozen_view(at, bits, ops[2], u0))
+                                _frozen_view(at, bits, ops[2], u0))
 
         return set_rows
     at2, of2 = (outer, n), (outer, d)
@@ -177,7 +178,7 @@ def prepare_scatter(spec: S.Scatter, dsts: Signature, operands: Signature) -> Ho
             return
         start(ds, ops)
         G._scatter_add_rows(_view(of2, t, ds[0], d0), _frozen_view(at2, _INT64, ops[1], i0),
-                          _frozen_view(at2, t, ops[2], u0), zero, *whole)
+                            _frozen_view(at2, t, ops[2], u0), zero, *whole)
 
     return add_rows
 
@@ -221,7 +222,7 @@ def _prepared_extreme(spec: S.Scatter, dt: Dtype,
 
 
 def prepare_assemble(spec: S.Assemble, dsts: Signature, operands: Signature) -> Hook:
-    """``assemble`` prepared for one signature (see above): the same bits."""
+    """``assemble`` prepared for one signature (see the module's doc): the same bits."""
     (dt, d_lay), = dsts
     if not _plain(*dsts) or dt.kind is Kind.COMPLEX or any(p.is_sub_byte for p, _ in operands):
         return assemble
