@@ -23,10 +23,14 @@ keys and values are read once and the products are ``K·Qᵀ`` of all their rows
   and Coord 0) are recognised in the program and turned into an interval of
   keys per row (``masks.Band``), so key tiles no row sees are skipped and no
   program runs per pair; other masks run the program per block.
-* Scores ``s × q·k`` by BLAS (``K·Qᵀ``, keys by rows, in the accumulator); a
-  score transform other than the identity runs program output 1 per block.
+* Scores ``s × q·k`` (``K·Qᵀ``, keys by rows, in the accumulator) by the
+  library's own kernels (``lanedots``): FMA chains over dk, or, for a row
+  tile of at most ``LANE_ROWS`` rows (decoding), 16- or 8-lane dot products
+  and a halving tree; a score transform other than the identity runs
+  program output 1 per block.
 * Per key tile: the rows' maximum m so far, ``e = exp(x − m)`` (NumPy's SIMD
-  exp, in the accumulator), ``Σ e`` in key order and ``eᵀ·V`` by BLAS. One key
+  exp, in the accumulator), ``Σ e`` in key order and ``eᵀ·V`` (FMA chains
+  in key order, ``lanedots``). One key
   tile: ``o = (eᵀ·V) / Σ e`` and ``lse = m + ln Σ e``. Several: the tiles fold
   into float64 running sums rescaled by ``exp(m_old − m_new)``, then ``o = O /
   L`` and ``lse = M + ln L``. The weights so applied, ``e · exp(m − M) / L``,
@@ -34,9 +38,9 @@ keys and values are read once and the products are ``K·Qᵀ`` of all their rows
 
 Work is cut into units of (lead index, query head or group of heads, row
 tile), the tiles a function of the extents alone, and units run on the host threads (``pool``);
-every unit does the same operations whatever thread runs it, and its products
-run on the library's own single-threaded OpenBLAS (``blas.gemm``), so the bits
-do not depend on the thread count.
+every unit does the same operations whatever thread runs it, its products
+on the calling thread in ``lanedots``' stated orders, so the bits do not
+depend on the thread count (nor on any BLAS).
 
 Row tiles of one key tile, a mask of one key interval per row, dense keys
 and operands in the accumulator's dtype (sentence encoders' many small heads,
@@ -62,8 +66,8 @@ from nxkernel_core import dtype as D
 from nxkernel_core.array import Array
 from nxkernel_core.spec import Attention
 
-from . import attnunits, blas, pool, views
-from .attnplan import MIN_PARALLEL_PAIRS, _Head, _Plan, _plan, _Rows, _rows
+from . import attnunits, lanedots, pool, views
+from .attnplan import LANE_ROWS, MIN_PARALLEL_PAIRS, _Head, _Plan, _plan, _Rows, _rows
 from .attnunits import _finish, _maxima, _rescale, _shifted, _sums
 from .family import Family
 
@@ -105,6 +109,26 @@ class _Scratch:
         return h
 
 
+def _key_products(kt: Arr, qt: Arr, out: Arr) -> None:
+    """``out = K·Qᵀ``, keys by rows, by ``lanedots``: lanes and a halving tree
+    for a tile of at most ``LANE_ROWS`` rows, else FMA chains over dk
+    (``product`` of K and the rows' transpose, copied)."""
+    if qt.shape[0] <= LANE_ROWS:
+        lanedots.scores(kt, qt, out)
+    else:
+        lanedots.product(kt, np.ascontiguousarray(qt.T), out)
+
+
+def _weighted_values(w: Arr, vt: Arr, out: Arr) -> None:
+    """``out = wᵀ·V`` for weights w (keys by rows), by ``lanedots``: FMA chains
+    in key order (``weighted`` for a tile of at most ``LANE_ROWS`` rows, else
+    ``product`` reading w through its transpose)."""
+    if w.shape[1] <= LANE_ROWS:
+        lanedots.weighted(w, vt, out)
+    else:
+        lanedots.product(w.T, vt, out)
+
+
 def _raw(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, r0: int,
          qt: Arr, kt: Arr, j0: int, j1: int) -> tuple[Arr, Any]:
     """The tile of rows ``[r0, r0 + R)`` and keys ``[j0, j1)``, keys by rows,
@@ -119,10 +143,10 @@ def _raw(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, r0:
     if not plan.reads_score:
         st[...] = 0  # output 1 reads no score: q·k is never needed
     elif plan.score_dt == acc:
-        blas.gemm(kt, qt.T, st)
+        _key_products(kt, qt, st)
     else:
         wide = np.empty(st.shape, np.float64)
-        blas.gemm(kt, qt.T, wide)
+        _key_products(kt, qt, wide)
         np.copyto(st, wide)  # a float64 q·k, rounded once into acc
     s = plan.scale
     if plan.ev_logit is None and not rows.general and rows.multi is None:
@@ -190,7 +214,7 @@ def _visible(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, r: i
 
 def _weighted(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, w: Arr,
               vt: Arr, ok: Arr | None, j0: int, out: Arr) -> None:
-    """``out[i] = Σ_j w[j, i] v[j]`` for the tile's rows (BLAS, in the values'
+    """``out[i] = Σ_j w[j, i] v[j]`` for the tile's rows (``lanedots``, in the values'
     work dtype). A value holding a NaN or an infinity (rare) is left out of the
     product and added afterwards at the rows that see its key alone, so such a
     value at a hidden pair never reaches o; the non-finite result it gives is
@@ -198,7 +222,7 @@ def _weighted(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, w: 
     product non-finite at every row (its weight 0 gives a NaN), so the values
     are searched for one only where the product is not finite."""
     ww = w if plan.value_dt == plan.acc else w.astype(plan.value_dt)
-    blas.gemm(ww.T, vt, out)
+    _weighted_values(ww, vt, out)
     if np.isfinite(out).all():
         return
     bad = np.flatnonzero(~np.isfinite(vt).all(axis=1))
@@ -210,7 +234,7 @@ def _weighted(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, w: 
     finite = np.isfinite(held)
     clean = np.array(vt, copy=True)
     clean[bad] = np.where(finite, held, 0)
-    blas.gemm(ww.T, clean, out)
+    _weighted_values(ww, clean, out)
     r = w.shape[1]
     for key, extra in zip((bad + j0).tolist(), np.where(finite, 0, held), strict=True):
         seen = _visible(plan, rows, b, h, r0, r, key)
@@ -255,7 +279,7 @@ def _attend(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, 
             qt: Arr, head: _Head, o: Arr, lse: Arr) -> None:
     """One pass over the row tile's key tiles. Each tile: its outputs x, the
     rows' maximum m over it and the tiles before, e = exp(x − m) (acc), the
-    sums Σ e (acc, key order) and the products eᵀ·V (BLAS). One key tile: o =
+    sums Σ e (acc, key order) and the products eᵀ·V. One key tile: o =
     (eᵀ·V) / Σ e and lse = m + ln Σ e. Several: each tile folded into float64
     running sums, rescaled by exp(m_old − m_new) (``_rescale``), then o = O / L
     and lse = M + ln L."""
@@ -425,17 +449,22 @@ PROSE: Final = (
 )
 
 ASSOCIATION: Final = {
-    "attention q·k": "one BLAS product (sgemm/dgemm of the library's own OpenBLAS, on one "
-                     "thread) per tile of keys by query rows, K·Qᵀ, in the accumulator: the dk "
-                     "products of a pair summed in OpenBLAS's blocked order of dk, a function of "
-                     "the extents alone, by fused multiply-adds; then s × q·k, one rounding.",
+    "attention q·k": "per pair, in the accumulator: the dk products as a chain of fused "
+                     "multiply-adds in order of dk from −0; for a tile of at most "
+                     f"{LANE_ROWS} query "
+                     "rows, the dk products of a pair in W lanes (16 float32, 8 float64; "
+                     "product m in lane m mod W), each lane a chain of fused multiply-adds from "
+                     "−0 in order of m, the lanes added as a halving tree (lane l + lane "
+                     "l + W/2, then l + l + W/4, … down to lane 0; dk = 0 gives +0); then "
+                     "s × q·k, one rounding.",
     "attention weights": "per query row and tile of keys (1024·⌊128/r⌋ keys for a tile of r "
                          "rows), the exponentials exp(x − m) "
                          "(0 at hidden pairs) added from +0 in key order, one addition per "
                          "key, in the accumulator; the tiles' sums then rescaled by "
                          "exp(m_old − m_new) and added in key order in float64.",
-    "attention o": "per query row and value element, Σ e·v over a tile of keys by one BLAS "
-                   "product (eᵀ·V, OpenBLAS's blocked order of the keys, fused multiply-adds) "
+    "attention o": "per query row and value element, Σ e·v over a tile of keys as a chain of "
+                   "fused multiply-adds over the keys in their order (from −0; from +0 for a "
+                   f"tile of at most {LANE_ROWS} query rows) "
                    "in the accumulator (float64 for float64 values); one tile: divided by Σ e "
                    "once; several: the tiles' products rescaled and added in key order in "
                    "float64 from +0, then divided by L once; + 0 last, so a sum of zeros is +0. "
@@ -473,8 +502,10 @@ ALGORITHMS: Final = {
         "maximum, and a non-finite value is added only at the rows that see its key (so a NaN "
         "value at a visible pair of weight 0 makes o a NaN). Threads: units of (lead index, "
         "head or heads, row tile) spread over the host threads by estimated cost, each computed by the "
-        "same operations whatever thread runs it, BLAS pinned to one thread: the bits do not "
-        "depend on the thread count."
+        "same operations whatever thread runs it, its products in the library's own kernels "
+        "on that thread (the statement's association; no BLAS): the bits do not depend on the "
+        f"thread count. Row tiles of at most {LANE_ROWS} query rows take the lane kernels, "
+        "which read each key and value once."
     ),
 }
 

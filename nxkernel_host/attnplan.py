@@ -34,7 +34,7 @@ _F64: Final = np.dtype(np.float64)
 # Tiling: a function of the extents alone
 # --------------------------------------------------------------------------
 
-#: Query rows per row tile: the rows one BLAS product and one pass of the
+#: Query rows per row tile: the rows one product and one pass of the
 #: kernels take at once.
 ROWS: Final = 128
 #: Keys per key tile: a tile of ``ROWS × KEYS`` outputs (512 KiB of float32)
@@ -43,6 +43,11 @@ KEYS: Final = 1024
 #: Bytes of one (lead index, key head)'s keys and values that a thread keeps
 #: converted or gathered (float16 keys, paged pools) for all its row tiles.
 HEAD_CACHE_BYTES: Final = 16 << 20
+#: Row tiles of at most this many rows (decoding: the few rows of one key
+#: head's query heads) take both products from ``lanedots``' lane kernels,
+#: which read each key and value once (measured 1.6–5× OpenBLAS at 1–4 rows),
+#: the others from its register-blocked product (faster from 8 rows).
+LANE_ROWS: Final = 4
 #: Pairs below which a call stays on the calling thread.
 MIN_PARALLEL_PAIRS: Final = 1 << 16
 

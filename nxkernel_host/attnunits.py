@@ -9,26 +9,28 @@ Sentence encoders (many heads of a few dozen tokens) and decoding (the heads
 of a key head as one row tile) are such calls. Row tiles are taken in
 chunks whose tiles of outputs fit one tile of ``ROWS × KEYS``; per chunk:
 
-1. one compiled call: per row tile, ``K·Qᵀ`` by the library's own BLAS
-   (the same routine of the same instance, with the same arguments, as
-   ``blas.gemm`` passes for the row tile alone), the rows' maxima and the
+1. one compiled call: per row tile, ``K·Qᵀ`` by ``lanedots`` (the kernel
+   ``attention._key_products`` takes for the row tile alone, on the same
+   values: ``scores_at`` for at most ``LANE_ROWS`` rows, else
+   ``product_at`` over the rows' transpose), the rows' maxima and the
    shifted outputs (``_maxima``, ``_shifted``);
 2. NumPy's SIMD exp over the whole chunk at once (elementwise, so each
    value is what the exp of its own tile gives);
-3. one compiled call: per row tile, ``Σ e`` (``_sums``), ``eᵀ·V`` by BLAS,
-   ``o`` and ``lse`` (``_finish``), written into the destinations.
+3. one compiled call: per row tile, ``Σ e`` (``_sums``), ``eᵀ·V`` by
+   ``lanedots`` (``weighted_at`` or ``product_at``, as
+   ``attention._weighted_values``), ``o`` and ``lse`` (``_finish``),
+   written into the destinations.
 
 Every row tile thus runs the operations ``attention._attend`` runs for it,
 in the same order on the same values: the bits are those of the per-tile
 path. A row tile whose product is not finite (a NaN or an infinity in a
-value, which that path handles apart) or whose operands BLAS would read
-through a copy is left to the per-tile path, which recomputes it from the
-start.
+value, which that path handles apart) or whose operands the kernels would
+read through a copy is left to the per-tile path, which recomputes it from
+the start.
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import itertools
 from collections.abc import Callable, Sequence
@@ -38,9 +40,9 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
-from . import blas
-from .attnplan import KEYS, ROWS, _Plan, _Rows
-from .blas import _NO_TRANS, _ROW_MAJOR, _TRANS
+from . import blas, lanedots
+from .attnplan import KEYS, LANE_ROWS, ROWS, _Plan, _Rows
+from .blas import _TRANS
 
 __all__ = ["CHUNK", "FIELDS", "Chunked", "chunked", "spread"]
 
@@ -176,67 +178,68 @@ def _finish(m: Arr, total: Arr, acc_o: Arr, o: Arr, lse: Arr) -> None:  # pragma
 # --------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
-def _operand(rows: int, cols: int, s0: int, s1: int, size: int) -> tuple[int, int]:  # pragma: no cover
-    """``blas._operand``'s choice for a matrix of these extents and byte
-    strides: (transposition flag, leading dimension), flag 0 where it would
-    copy."""
-    if s1 == size and s0 >= max(cols, 1) * size and s0 % size == 0:
-        return _NO_TRANS, s0 // size
-    if s0 == size and s1 >= max(rows, 1) * size and s1 % size == 0:
-        return _TRANS, s1 // size
-    return 0, 0
-
-
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _scores(gemm: Any, q4: Arr, k4: Arr, group: int, units: Arr, lo: Arr, hi: Arr,
-            flat: Arr, m_all: Arr, keyok: Arr, s: Any, ninf: Any,
+def _scores(q4: Arr, k4: Arr, group: int, units: Arr, lo: Arr, hi: Arr, flat: Arr, m_all: Arr,
+            keyok: Arr, s: Any, ninf: Any, lane_rows: int, qbuf: Arr,
             redo: Arr) -> None:  # pragma: no cover - compiled
     """Step 1 of a chunk (module doc): per row tile u, its tile of outputs
-    ``K·Qᵀ`` at ``flat[units[u, 12]:]``, its rows' maxima at
-    ``m_all[units[u, 13]:]`` and the shifted outputs in place; ``redo[u]``
-    set where BLAS would read K through a copy."""
+    ``K·Qᵀ`` at ``flat[units[u, 12]:]`` (``lanedots.scores_at`` for at most
+    ``lane_rows`` rows, else ``lanedots.product_at`` over the rows' transpose,
+    copied into ``qbuf``), its rows' maxima at ``m_all[units[u, 13]:]`` and
+    the shifted outputs in place; ``redo[u]`` set where the kernels would
+    read K or Q through a copy."""
     size = k4.itemsize
     dk = k4.shape[3]
+    ks, qs = k4.strides, q4.strides
+    aligned = (ks[0] | ks[1] | ks[2] | ks[3] | qs[0] | qs[1] | qs[2]) % size == 0
     for u in range(units.shape[0]):
         b, h, heads, r0, r = units[u, 0], units[u, 1], units[u, 2], units[u, 3], units[u, 4]
         jlo, jhi, lo_max, hi_min, ro = units[u, 5], units[u, 6], units[u, 7], units[u, 8], units[u, 9]
         tq, ldq, off, so = units[u, 10], units[u, 11], units[u, 12], units[u, 13]
         rr, n = heads * r, jhi - jlo
-        ta, lda = _operand(n, dk, k4.strides[2], k4.strides[3], size)
-        if ta == 0:
-            redo[u] = 1
-            continue
         st = flat[off:off + n * rr].reshape((n, rr))
-        a = k4.ctypes.data + b * k4.strides[0] + (h // group) * k4.strides[1] + jlo * k4.strides[2]
-        q = q4.ctypes.data + b * q4.strides[0] + h * q4.strides[1] + r0 * q4.strides[2]
-        gemm(_ROW_MAJOR, ta, tq, n, rr, dk, 1.0, a, lda, q, ldq, 0.0, st.ctypes.data, rr)
+        if not aligned or (rr <= lane_rows and (tq != _TRANS or (dk > 1 and ks[3] != size))):
+            redo[u] = 1  # K or Q not in rows of unit stride
+            continue
+        ko = (b * ks[0] + (h // group) * ks[1] + jlo * ks[2]) // size
+        if rr <= lane_rows:
+            qo = (b * qs[0] + h * qs[1] + r0 * qs[2]) // size
+            lanedots.scores_at(k4, ko, ks[2] // size, n, q4, qo, ldq, rr, dk, st)
+        else:
+            qt = qbuf[:dk * rr].reshape((dk, rr))
+            for j in range(rr):
+                for t in range(dk):
+                    qt[t, j] = q4[b, h + j // r, r0 + j % r, t]
+            lanedots.product_at(1, n, rr, dk, k4.ctypes.data + ko * size, 0, ks[2] // size,
+                                ks[3] // size, qt.ctypes.data, 0, rr, st.ctypes.data, 0, rr, ninf)
         m = m_all[so:so + rr]
         _maxima(st, s, ninf, lo[ro:ro + rr], hi[ro:ro + rr], lo_max, hi_min, jlo, keyok[:n], m)
         _shifted(st, s, ninf, lo[ro:ro + rr], hi[ro:ro + rr], lo_max, hi_min, jlo, keyok[:n], m)
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _values(gemm: Any, v4: Arr, o4: Arr, lse3: Arr, group: int, units: Arr, flat: Arr,
-            m_all: Arr, t_all: Arr, obuf: Arr, lbuf: Arr, zero: Any,
+def _values(v4: Arr, o4: Arr, lse3: Arr, group: int, units: Arr, flat: Arr, m_all: Arr,
+            t_all: Arr, obuf: Arr, lbuf: Arr, zero: Any, lane_rows: int,
             redo: Arr) -> None:  # pragma: no cover - compiled
     """Step 3 of a chunk (module doc): per row tile u not to redo, ``Σ e``,
-    ``eᵀ·V``, then o and lse into ``o4`` and ``lse3`` (directly for one head,
-    through ``obuf`` and ``lbuf`` for several); ``redo[u]`` set where the
-    product is not finite or BLAS would read an operand through a copy."""
+    ``eᵀ·V`` (``lanedots.weighted_at`` for at most ``lane_rows`` rows, else
+    ``lanedots.product_at`` reading e through its transpose), then o and lse
+    into ``o4`` and ``lse3`` (directly for one head, through ``obuf`` and
+    ``lbuf`` for several); ``redo[u]`` set where the product is not finite or
+    the kernels would read V through a copy."""
     size = v4.itemsize
     dv = v4.shape[3]
+    vs = v4.strides
+    unit_rows = (dv <= 1 or vs[3] == size) and (vs[0] | vs[1] | vs[2]) % size == 0
     for u in range(units.shape[0]):
         if redo[u]:
+            continue
+        if not unit_rows:
+            redo[u] = 1  # V not in rows of unit stride
             continue
         b, h, heads, r0, r = units[u, 0], units[u, 1], units[u, 2], units[u, 3], units[u, 4]
         jlo, jhi, off, so = units[u, 5], units[u, 6], units[u, 12], units[u, 13]
         rr, n = heads * r, jhi - jlo
-        ta, lda = _operand(rr, n, size, rr * size, size)  # eᵀ: the tile's transpose
-        tb, ldb = _operand(n, dv, v4.strides[2], v4.strides[3], size)
-        if ta == 0 or tb == 0:
-            redo[u] = 1
-            continue
         st = flat[off:off + n * rr].reshape((n, rr))
         total = t_all[so:so + rr]
         _sums(st, zero, total)
@@ -246,9 +249,12 @@ def _values(gemm: Any, v4: Arr, o4: Arr, lse3: Arr, group: int, units: Arr, flat
         else:
             o = obuf[:rr * dv].reshape((rr, dv))
             ldc = dv
-        v = v4.ctypes.data + b * v4.strides[0] + (h // group) * v4.strides[1] + jlo * v4.strides[2]
-        gemm(_ROW_MAJOR, ta, tb, rr, dv, n, 1.0, st.ctypes.data, lda, v, ldb, 0.0, o.ctypes.data,
-             ldc)
+        vo = (b * vs[0] + (h // group) * vs[1] + jlo * vs[2]) // size
+        if rr <= lane_rows:
+            lanedots.weighted_at(flat, off, rr, rr, v4, vo, vs[2] // size, n, dv, o, 0, ldc)
+        else:
+            lanedots.product_at(1, rr, dv, n, st.ctypes.data, 0, 1, rr, v4.ctypes.data + vo * size,
+                                0, vs[2] // size, o.ctypes.data, 0, ldc, zero)
         finite = True
         for i in range(rr):
             for c in range(dv):
@@ -274,20 +280,6 @@ def _values(gemm: Any, v4: Arr, o4: Arr, lse3: Arr, group: int, units: Arr, flat
 # --------------------------------------------------------------------------
 
 
-@functools.cache
-def _gemm(dtype: np.dtype[Any]) -> Any:
-    """The private instance's cblas_sgemm or cblas_dgemm (``blas.gemm``'s
-    routine) as a ctypes function Numba calls; addresses as 64-bit integers."""
-    lib = blas.library()
-    name, scalar = (("scipy_cblas_sgemm", ctypes.c_float) if dtype == np.float32
-                    else ("scipy_cblas_dgemm", ctypes.c_double))
-    i, p = ctypes.c_int, ctypes.c_int64
-    proto = ctypes.CFUNCTYPE(None, i, i, i, i, i, i, scalar, p, i, p, i, scalar, p, i)
-    address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-    assert address is not None
-    return proto(address)
-
-
 #: A row tile as ``attention._units`` lists it: (lead index, first head,
 #: heads, r0, r1, visibility, cost).
 Unit = tuple[tuple[int, ...], int, int, int, int, _Rows, int]
@@ -309,7 +301,6 @@ class Chunked:
     def __init__(self, plan: _Plan, q4: Arr, k4: Arr, v4: Arr, o4: Arr, lse3: Arr) -> None:
         self.plan = plan
         self.q4, self.k4, self.v4, self.o4, self.lse3 = q4, k4, v4, o4, lse3
-        self.gemm = _gemm(plan.acc)
         self._qt: dict[tuple[int, int, int], tuple[int, int]] = {}
         self._rows: dict[int, int] = {}
         self._lo: list[Arr] = []
@@ -415,6 +406,7 @@ class Chunked:
         flat = np.empty(CHUNK, acc)
         m_all = t_all = np.empty(0, acc)
         obuf = np.empty(ROWS * self.v4.shape[3], acc)
+        qbuf = np.empty(ROWS * self.q4.shape[3], acc)
         lbuf = np.empty(ROWS, acc)
         keyok = _ones()
         ninf, zero = acc.type(-np.inf), acc.type(0)
@@ -434,11 +426,11 @@ class Chunked:
                 m_all = np.empty(int(rows_end[-1]), acc)
                 t_all = np.empty(int(rows_end[-1]), acc)
             flags = redo[start:stop]
-            _scores(self.gemm, self.q4, self.k4, plan.group, part, self.lo, self.hi, flat, m_all, keyok,
-                    plan.scale, ninf, flags)
+            _scores(self.q4, self.k4, plan.group, part, self.lo, self.hi, flat, m_all, keyok,
+                    plan.scale, ninf, LANE_ROWS, qbuf, flags)
             np.exp(flat[:used], out=flat[:used])  # NumPy's SIMD exp, the whole chunk at once
-            _values(self.gemm, self.v4, self.o4, self.lse3, plan.group, part, flat, m_all, t_all,
-                    obuf, lbuf, zero, flags)
+            _values(self.v4, self.o4, self.lse3, plan.group, part, flat, m_all, t_all, obuf, lbuf,
+                    zero, LANE_ROWS, flags)
             start = stop
         return redo
 

@@ -5,8 +5,10 @@ A contraction moves each operand into a canonical C-contiguous copy,
 the accumulator and multiplied by its block scales on the way), so nothing
 downstream sees the caller's layout. Then:
 
-* float32 and float64 accumulators multiply by sgemm/dgemm of the library's
-  own OpenBLAS instance over fixed tiles (``tiling``); complex ones by four
+* float32 and float64 accumulators multiply over fixed tiles (``tiling``):
+  small tiles by the library's own kernel (``lanedots.product_at``, each
+  element a chain of fused multiply-adds over K in order), the others by
+  sgemm/dgemm of the library's own OpenBLAS instance; complex ones by four
   real products of the parts,
   ``re = ar·br − ai·bi`` and ``im = ar·bi + ai·br``; init is added last, one
   rounding per part.
@@ -21,9 +23,10 @@ the program does to its BLAS (``blas``). The parallelism is its own
 (``tiling``): each product's output is cut into fixed tiles (whole panels of
 rows, then of columns; never K), a function of the extents alone, that the
 library's threads (``pool``) compute, each tile of each batch element by one
-single-threaded product of OpenBLAS's strided batch, so each element's order
-of summation is a function of the extents and the CPU's OpenBLAS core type
-(``blas``: the environment's ``OPENBLAS_CORETYPE`` does not reach it).
+single-threaded product (OpenBLAS's strided batch, or the library's own
+kernel for a small tile), so each element's order of summation is a
+function of the extents and, on OpenBLAS's tiles, the CPU's OpenBLAS core
+type (``blas``: the environment's ``OPENBLAS_CORETYPE`` does not reach it).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.layout import Layout
 
-from . import blas, pool, tiling, views
+from . import blas, lanedots, pool, tiling, views
 from .family import Family, Hook
 from .views import read, store, target
 
@@ -394,7 +397,7 @@ def prepare(spec: S.Contract, dsts: tuple[tuple[Dtype, Layout], ...],
     float32 or float64 matrix product ``a [m, k] @ b [k, n]`` (no batch, init,
     scale or segment; operands and destination C-contiguous in the
     accumulator; extents a 32-bit BLAS integer holds) as ``_compute`` runs
-    it: the same BLAS calls over the same tiles into the destination, the
+    it: the same calls over the same tiles into the destination, the
     operands read where they lie. None for any other contraction."""
     acc = spec.acc
     if (acc not in (D.float32, D.float64) or spec.batch or spec.init or spec.segments is not None
@@ -424,6 +427,15 @@ def prepare(spec: S.Contract, dsts: tuple[tuple[Dtype, Layout], ...],
                 (bm.address or address(bm)) + b.offset + fb,
                 (dm.address or address(dm)) + d.offset + fd)
 
+    if len(tiling.tiles(m, n, k)) == 1 and tiling.by_lanes(m, n, k):
+        like = dtype.type(0)
+        own = lanedots.product_at
+
+        def lanes(sp: S.Contract, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+            a, b, d = places(ds, ops)
+            own(1, m, n, k, a, 0, k, 1, b, 0, n, d, 0, n, like)
+
+        return lanes
     if len(tiling.tiles(m, n, k)) == 1:
         product = blas.gemm_one(dtype, m, n, k)
 
@@ -617,12 +629,16 @@ FAMILY: Final = Family(
     prepared={"contract": prepare},
     association={
         "contract": "operands copied into canonical C-contiguous [batch, rows, K] and "
-                    "[batch, K, cols] arrays; float products by the library's own OpenBLAS gemm "
-                    "(one thread, whatever the program sets), over fixed tiles of the output "
+                    "[batch, K, cols] arrays; float products over fixed tiles of the output "
                     "(nxkernel_host.tiling: 1 below 2^22 multiply-adds, else 2 up to 2^31, "
                     "twice as many per fourfold work, at most 32, divided by the batch's count; "
                     "rows, then columns, halved "
-                    "in whole panels of 64; K never cut), each tile in the order of K that "
+                    "in whole panels of 64; K never cut). A tile of fewer than "
+                    f"2^{tiling.LANE_WORK.bit_length() - 1} multiply-adds and at least "
+                    f"{tiling.LANE_MIN_OUTPUTS} "
+                    "outputs: each element a chain of fused multiply-adds over K in order from "
+                    "−0 (the library's own kernel). Any other tile: the library's own OpenBLAS "
+                    "gemm (one thread, whatever the program sets), in the order of K that "
                     "OpenBLAS's routine for the tile's extents takes, a function of the extents "
                     "and the CPU's own OpenBLAS core type alone (the environment's "
                     "OPENBLAS_CORETYPE ignored; K = 1: one rounded product); complex "
@@ -636,7 +652,8 @@ FAMILY: Final = Family(
                     "a Rows id outside [0, g), an empty Contracting group) are init as the "
                     "accumulator holds it, bits unchanged, or +0. e(K) = γ(K + 3) (real), "
                     "√2·γ(K + 2) (complex, K ≥ 2), γ(4) (complex, K = 1), 0 at K = 0. "
-                    "Deterministic on any thread count: the library's own OpenBLAS instance "
-                    "stays on one thread (see nxkernel_host.blas); tiles run on a thread pool.",
+                    "Deterministic on any thread count: the library's own kernel and its own "
+                    "OpenBLAS instance run each tile on one thread (see nxkernel_host.blas); "
+                    "tiles run on a thread pool.",
     },
 )

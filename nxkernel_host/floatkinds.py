@@ -1,8 +1,9 @@
 """The host's float and complex node kinds (see ``kinds``): exact kinds by
 NumPy's ufuncs in the compute type, transcendentals in float64 rounded
 once (by NumPy's ufuncs; Exp, Tanh and Erf, and the float32 path of the
-three, by ``simdmath``'s vectorised loops) but Exp and Tanh of float32,
-computed in float32 arithmetic by ``simdmath``, complex kinds as the
+three, by the vectorised loops of ``simdfloat64``, ``simdfloat32`` and
+``simderf``) but Exp and Tanh of float32, computed in float32 arithmetic by
+``simdfloat32``, complex kinds as the
 reference fixes them.
 """
 
@@ -22,7 +23,7 @@ from nxkernel_core.prog import (
     Unary,
 )
 
-from . import simdmath, trig
+from . import simderf, simdfloat32, simdfloat64, trig
 from .kindbase import (
     _C128,
     _F64,
@@ -47,25 +48,27 @@ __all__ = ["fma_float"]
 
 #: Each takes a ufunc's (x, out=, dtype=); Sin, Cos and Tan reduce huge
 #: arguments themselves (``trig``), where the C library's reduction errs;
-#: Erf (float64 alone: x, out=) is ``simdmath``'s, NumPy having none, and
+#: Erf (float64 alone: x, out=) is ``simderf``'s, NumPy having none, and
 #: Exp and Tanh (float64 alone: the other floats take ``_SIMD32``) are
-#: ``simdmath``'s, which a program's compiled loop calls too.
+#: ``simdfloat64``'s, which a program's compiled loop calls too.
 _TRANSCENDENTAL: Final[dict[Unary, Callable[..., Arr]]] = {
-    Unary.EXP: simdmath.exp64, Unary.EXP2: np.exp2, Unary.LOG: np.log, Unary.LOG2: np.log2,
+    Unary.EXP: simdfloat64.exp64, Unary.EXP2: np.exp2, Unary.LOG: np.log, Unary.LOG2: np.log2,
     Unary.LOG1P: np.log1p, Unary.EXPM1: np.expm1, Unary.SIN: trig.sin, Unary.COS: trig.cos,
     Unary.TAN: trig.tan, Unary.ASIN: np.arcsin, Unary.ACOS: np.arccos, Unary.ATAN: np.arctan,
-    Unary.SINH: np.sinh, Unary.COSH: np.cosh, Unary.TANH: simdmath.tanh64, Unary.ERF: simdmath.erf,
+    Unary.SINH: np.sinh, Unary.COSH: np.cosh, Unary.TANH: simdfloat64.tanh64,
+    Unary.ERF: simderf.erf,
 }
-#: The kinds whose float32 path is ``simdmath``'s (faster than NumPy's
-#: float64 ufuncs over float32 operands; NumPy has no erf).
+#: The kinds whose float32 path is ``simdfloat32``'s and ``simderf``'s
+#: (faster than NumPy's float64 ufuncs over float32 operands; NumPy has no
+#: erf).
 _SIMD32: Final[dict[Unary, Callable[..., Arr]]] = {
-    Unary.EXP: simdmath.exp32, Unary.TANH: simdmath.tanh32, Unary.ERF: simdmath.erf32,
+    Unary.EXP: simdfloat32.exp32, Unary.TANH: simdfloat32.tanh32, Unary.ERF: simderf.erf32,
 }
 #: The kinds computed in float32 arithmetic at float32 (within an ulp of the
 #: correctly rounded value, 16 lanes on AVX-512); the narrow floats keep the
 #: float32 path's float64 value, rounded once into their format.
 _FLOAT32: Final[dict[Unary, Callable[..., Arr]]] = {
-    Unary.EXP: simdmath.expf, Unary.TANH: simdmath.tanhf,
+    Unary.EXP: simdfloat32.expf, Unary.TANH: simdfloat32.tanhf,
 }
 _EXACT_UNARY: Final[dict[Unary, np.ufunc]] = {
     Unary.SQRT: np.sqrt, Unary.RECIP: np.reciprocal, Unary.FLOOR: np.floor,

@@ -7,7 +7,10 @@ operations in the node's type (one rounding, no contraction into fused
 multiply-adds, no fast-math flags); a Cast between float32 and float64 is
 the C conversion NumPy's ``astype`` makes; Fma of float64 is LLVM's fused
 multiply-add, as ``kindbase``'s loop; Exp, Tanh and Erf of float32 and
-float64 call the very functions of ``simdmath`` the node kinds' loops call.
+float64 call the very functions the node kinds' loops call (``simdfloat32``,
+``simdfloat64``, ``simderf``), a float64 Exp in chunks as ``simdfloat64.exp64``
+runs it (``_chunked``: a faster function where every result of the chunk is
+normal and finite, the same bits).
 A node whose kind has no compiled twin with the same bits (the other
 transcendentals, NumPy's SIMD ufuncs, Pow, Atan2; Maximum,
 Minimum, Fma of float32, the rounding kinds, comparisons, Where, Coord,
@@ -26,6 +29,7 @@ them, where that is small beside the work.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, final
@@ -48,14 +52,20 @@ _BINARY: Final[dict[Binary, str]] = {
     Binary.ADD: "{0} + {1}", Binary.SUB: "{0} - {1}", Binary.MUL: "{0} * {1}",
     Binary.FDIV: "{0} / {1}",
 }
-#: The transcendentals with a compiled twin per dtype: ``simdmath``'s
-#: function, computed in float64 and rounded once.
+#: The transcendentals with a compiled twin per dtype: the kind's function
+#: of one element, computed in float64 and rounded once.
 _TWIN: Final[dict[tuple[Unary, str], str]] = {
-    (Unary.ERF, "float32"): "_erf32", (Unary.ERF, "float64"): "_erf",
-    (Unary.EXP, "float64"): "_exp64", (Unary.TANH, "float64"): "_tanh64",
+    (Unary.ERF, "float32"): "simderf.erf32_one", (Unary.ERF, "float64"): "simderf.erf_one",
+    (Unary.EXP, "float64"): "simdfloat64.exp64_one",
+    (Unary.TANH, "float64"): "simdfloat64.tanh64_one",
 }
-#: Those computed in float32 arithmetic (``simdmath.expf``, ``tanhf``).
-_TWIN32: Final[dict[Unary, str]] = {Unary.EXP: "_expf", Unary.TANH: "_tanhf"}
+#: Those computed in float32 arithmetic (``simdfloat32.expf``, ``tanhf``).
+_TWIN32: Final[dict[Unary, str]] = {Unary.EXP: "simdfloat32.expf_one",
+                                    Unary.TANH: "simdfloat32.tanhf_one"}
+#: Float64 Exp, and its function for arguments whose results are normal and
+#: finite (``_chunked``).
+_EXP64: Final = _TWIN[Unary.EXP, "float64"]
+_EXP64_FAST: Final = "simdfloat64.exp64_normal_one"
 _FLOATS: Final = ("float32", "float64")
 _NP: Final = {"float32": "np.float32", "float64": "np.float64"}
 
@@ -93,6 +103,8 @@ def _source(prog: Prog, consts: Sequence[Any]
     body: list[str] = []
     name: dict[int, str] = {}
     number: dict[int, bool] = {}
+    #: Each float64 Exp's argument, by its line in ``body``.
+    exps: dict[int, str] = {}
     for i, node in enumerate(prog.nodes):
         if not live[i]:
             continue
@@ -116,15 +128,52 @@ def _source(prog: Prog, consts: Sequence[Any]
         if expr in name.values():  # Copy, or a Cast into the same dtype: the same value
             name[i] = expr
             continue
+        if isinstance(node, Op1) and _EXP64 in expr:
+            exps[len(body)] = name[node.x]
         body.append(f"        v{i} = {expr}")
         name[i] = f"v{i}"
     read = sorted({nd.index for i, nd in enumerate(prog.nodes) if live[i] and isinstance(nd, In)})
-    ins = ", ".join(f"a{k}" for k in read)
-    outs = ", ".join(f"o{k}" for k in range(len(prog.outs)))
+    ins = [f"a{k}" for k in read]
+    outs = [f"o{k}" for k in range(len(prog.outs))]
     stores = [f"        o{k}[j] = {name[o]}" for k, o in enumerate(prog.outs)]
-    lines = [f"def kernel({ins}{', ' if ins else ''}{outs}, c32, c64):",
-             "    _wide_vectors()", *head, "    for j in range(o0.size):", *body, *stores]
+    lines = [f"def kernel({', '.join([*ins, *outs])}, c32, c64):", "    wide_vectors()", *head]
+    if exps:
+        lines += _chunked(body + stores, exps, ins, outs)
+    else:
+        lines += ["    for j in range(o0.size):", *body, *stores]
     return "\n".join(lines) + "\n", c32, c64, read
+
+
+def _chunked(body: list[str], exps: dict[int, str], ins: list[str], outs: list[str]) -> list[str]:
+    """The loop over ``body`` (its lines, stores included, ``exps[n]`` the
+    argument of line ``n``'s float64 Exp) in chunks of
+    ``simdfloat64.EXP_CHUNK``, as ``simdfloat64.exp64`` runs: where no output
+    shares memory with an operand, one pass by ``exp64_normal_one`` that
+    records the largest |argument| of every float64 Exp, the chunk run again
+    by ``exp64_one`` where one result is not normal and finite; where one
+    does (an operand as its destination), ``exp64_one`` alone. Both
+    functions give the same bits wherever the fast one runs."""
+    fast: list[str] = []
+    for n, line in enumerate(body):
+        if n in exps:
+            fast.append(f"        top = max(top, simdfloat64.abs_bits({exps[n]}))")
+            line = line.replace(_EXP64, _EXP64_FAST)
+        fast.append(line)
+    # Each chunk's slice views, read and written at [j]: indexing from ``lo``
+    # would keep LLVM's loads scalar.
+    def views(lines: list[str]) -> list[str]:
+        return ["        " + re.sub(r"\b([ao])(\d+)\[j\]", r"\1\2s[j]", s) for s in lines]
+
+    step = "simdfloat64.EXP_CHUNK"
+    one_pass = " and ".join(f"simdbase.apart({a}, {o})" for a in ins for o in outs) or "True"
+    return [f"    one_pass = {one_pass}",
+            f"    for lo in range(0, o0.size, {step}):",
+            *(f"        {x}s = {x}[lo:lo + {step}]" for x in [*ins, *outs]),
+            "        top = np.int64(0)",
+            "        if one_pass:",
+            "            for j in range(o0s.size):", *views(fast),
+            "        if not one_pass or top > simdfloat64.EXP_FAST_BITS:",
+            "            for j in range(o0s.size):", *views(body)]
 
 
 def live_nodes(prog: Prog, known: Sequence[Any] | None = None) -> list[bool]:
@@ -197,10 +246,11 @@ def plan(prog: Prog, consts: Sequence[Any]) -> Fused | None:
     source, c32, c64, read = made
     from numba import njit
 
-    from . import simdmath
+    from . import simdbase, simderf, simdfloat32, simdfloat64
     scope: dict[str, Any] = {
-        "np": np, "fma": simdmath.fma, "_wide_vectors": simdmath._wide_vectors,
-        **{f: getattr(simdmath, f) for f in {*_TWIN.values(), *_TWIN32.values()}}}
+        "np": np, "fma": simdbase.fma, "wide_vectors": simdbase.wide_vectors,
+        "simdbase": simdbase, "simderf": simderf, "simdfloat32": simdfloat32,
+        "simdfloat64": simdfloat64}
     exec(compile(source, f"<nxkernel fused {hash(prog):x}>", "exec"), scope)
     # error_model="numpy": a division by zero is IEEE's, not an exception.
     kernel = njit(nogil=True, error_model="numpy")(scope["kernel"])

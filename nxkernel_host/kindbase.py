@@ -139,7 +139,7 @@ def _numba_kernels() -> dict[str, Any]:
     Fma by LLVM's fused multiply-add (one rounding) and Threefry-2x32-20."""
     import numba
 
-    from .simdmath import fma
+    from .simdbase import fma
 
     @numba.njit(nogil=True)
     def fma_loop(a: Arr, b: Arr, c: Arr, out: Arr) -> None:

@@ -20,10 +20,11 @@ are tested against bit for bit:
 - Moves keep bits: Copy, Bitcast and Where work on the elements' bytes, so NaN
   payloads, signalling NaNs and a bool's byte survive.
 - Transcendentals, Pow and Atan2 compute in float64 by NumPy's SIMD ufuncs
-  (Exp, Tanh and Erf, and the float32 path of the three, by ``simdmath``'s
-  vectorised loops; Sin, Cos and Tan of |x| >= 2^20 by the Payne–Hanek
-  reduction of ``trig``) and round once into their dtype, but Exp and Tanh
-  of float32, computed in float32 arithmetic (``simdmath.expf``, ``tanhf``);
+  (Exp, Tanh and Erf, and the float32 path of the three, by the vectorised
+  loops of ``simdfloat64``, ``simdfloat32`` and ``simderf``; Sin, Cos and
+  Tan of |x| >= 2^20 by the Payne–Hanek reduction of ``trig``) and round
+  once into their dtype, but Exp and Tanh of float32, computed in float32
+  arithmetic (``simdfloat32.expf``, ``tanhf``);
   ``ULPS`` states their bounds, within upstream §3's table. C99 Annex F's
   special values hold exactly, and where Annex F fixes a result it wins over
   the NaN rule: pow(x, ±0) = pow(1, y) = 1, a NaN operand included.
@@ -78,9 +79,9 @@ __all__ = ["ULPS", "Impl", "const_value", "fma_float", "fma_int", "op1", "op2", 
 #: The bounds in ulps of the inexact kinds (transcendentals, Pow, Atan2) per
 #: dtype: the distance from the exactly rounded result. float64 is NumPy's
 #: SIMD float64, measured within 1.2 ulps of the exact value over millions of
-#: arguments, and ``simdmath``'s Exp, Tanh and Erf (each within 1 ulp of the
+#: arguments, and ``simdfloat64``'s Exp and Tanh and ``simderf``'s Erf (each within 1 ulp of the
 #: exactly rounded value); float32 rounds once a float64 value far within a
-#: float32 ulp of the exact one (NumPy's float64, or ``simdmath``'s float32
+#: float32 ulp of the exact one (NumPy's float64, or ``simderf``'s float32
 #: path of Erf, to about 2^-35), so it lies within an ulp, Exp and Tanh of
 #: float32 (in float32 arithmetic) are within an ulp of the correctly rounded
 #: value (Tanh swept over every float32 of [-10, 10], beyond which it rounds

@@ -9,7 +9,7 @@ which do the same operations, give the same bits.
 
 How, for d = fl(l − h) <= 0 (NaN and -∞ arguments are selected away):
 
-- t = e^d by ``simdmath``'s ``_exp_parts`` (e^d = 2^k·(eh + el) to about
+- t = e^d by ``simdbase.exp_parts`` (e^d = 2^k·(eh + el) to about
   2^-104, rounded once into t), +0 where d <= −708 (e^-708 is below
   2^-1021, far below the error stated for L).
 - L = log1p(t), t in [0, 1], by fdlibm's log1p with its exponent k in {0, 1}:
@@ -43,7 +43,7 @@ import numpy.typing as npt
 from numba import njit, types
 from numba.extending import intrinsic
 
-from .simdmath import _exp_parts, _pow2, _wide_vectors, fma
+from .simdbase import exp_parts, fma, pow2, wide_vectors
 
 __all__ = ["L_ULPS", "logaddexp", "lse2"]
 
@@ -86,8 +86,8 @@ def _log1p_unit(t: float) -> float:  # pragma: no cover - compiled
 def softplus_neg(d: float) -> float:  # pragma: no cover - compiled
     """log1p(e^d) for d <= 0 (NaN: any value; the caller selects it away)."""
     dc = d if d > _D_MIN else _D_MIN
-    k, eh, el = _exp_parts(dc)
-    t = _pow2(k) * (eh + el)
+    k, eh, el = exp_parts(dc)
+    t = pow2(k) * (eh + el)
     return _log1p_unit(t if d > _D_MIN else 0.0)
 
 
@@ -123,7 +123,7 @@ def lse2(a: float, b: float) -> float:  # pragma: no cover - compiled
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _loop(a: Arr, b: Arr, out: Arr) -> None:  # pragma: no cover - compiled
-    _wide_vectors()
+    wide_vectors()
     for i in range(out.size):
         out[i] = lse2(a[i], b[i])
 

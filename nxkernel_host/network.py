@@ -27,7 +27,7 @@ from numba.extending import intrinsic
 from . import atomics, pool
 from .lanes import cmul
 from .logaddexp import lse2
-from .simdmath import prefer_wide_vectors
+from .simdbase import prefer_wide_vectors
 
 __all__ = ["ADD", "CMUL", "LSE", "MUL", "SCAN_BLOCK", "SCAN_CHUNK_BYTES", "SCAN_PARALLEL_BYTES",
            "chunk_scan", "network_scan", "real_scan"]
@@ -81,8 +81,9 @@ MUL: Final = 4
 def _wide_for_intrinsic(typingctx: Any, op: Any) -> Any:
     """Nothing, but where ``op`` is the constant LSE (the Logsumexp kernels
     below pass it so, and Numba compiles them apart), the function it is
-    called in prefers 512-bit vectors, as ``simdmath``'s loops do: the
-    log-sum-exp combination is arithmetic-bound and runs 1.4 to 5 times as
+    called in prefers 512-bit vectors, as the transcendentals' loops do
+    (``simdbase.wide_vectors``): the log-sum-exp combination is
+    arithmetic-bound and runs 1.4 to 5 times as
     fast at 8 float64 lanes as at 4 (measured), while the Sum and Prod
     loops, bound by moving states, ran slower at 512 bits (float64 in cache:
     0.77 times), so they keep LLVM's choice."""

@@ -5,13 +5,15 @@ n]``) is cut into tiles of its output by :func:`tiles`, a function of
 ``(m, n, k)`` and the batch's count alone: the rows, then the columns,
 halved into whole panels of ``PANEL`` while the tiles are too many
 multiply-adds for one, never K. Each tile of each batch element is one
-product of the library's own single-threaded OpenBLAS
-(``blas.gemm_strided``), so each output element's
-order of summation is the one OpenBLAS's routine for the tile's extents
-``(m_t, n_t, k)`` and its core type takes (``blas.corename()``). Which thread
-computes a tile, and how many batch elements one BLAS call takes
-(``groups``), change no bit: the calls take as many elements as keep the
-threads busy.
+product: a small tile (``by_lanes``: fewer than ``LANE_WORK`` multiply-adds,
+at least ``LANE_MIN_OUTPUTS`` outputs) by the library's own kernel
+(``lanedots.product_at``: each output element a chain of fused
+multiply-adds over K in order), any other by the library's own
+single-threaded OpenBLAS (``blas.gemm_strided``), each output element then
+in the order OpenBLAS's routine for the tile's extents ``(m_t, n_t, k)``
+and its core type takes (``blas.corename()``). Which thread computes a
+tile, and how many batch elements one call takes (``groups``), change no
+bit: the calls take as many elements as keep the threads busy.
 
 Few, large tiles: each tile packs its own rows of ``a`` and columns of
 ``b`` again, so a 1024³ product is two tiles of 512 rows (one per thread on
@@ -29,9 +31,10 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from . import blas, pool
+from . import blas, lanedots, pool
 
-__all__ = ["PANEL", "POOL_MIN_WORK", "SPLIT_WORK", "float_tasks", "groups", "products", "run", "tile_count",
+__all__ = ["LANE_MIN_OUTPUTS", "LANE_WORK", "PANEL", "POOL_MIN_WORK", "SPLIT_WORK", "by_lanes",
+           "float_tasks", "groups", "products", "run", "tile_count",
            "tiles"]
 
 NDArray = npt.NDArray[Any]
@@ -43,6 +46,13 @@ SPLIT_WORK: Final = 1 << 22
 PANEL: Final = 64
 #: Below this many multiply-adds in all, a call's tiles run on the calling thread.
 POOL_MIN_WORK: Final = 1 << 21
+#: Tiles of fewer multiply-adds than this (and at least ``LANE_MIN_OUTPUTS``
+#: outputs) take the library's own kernel: at such sizes OpenBLAS's packing
+#: and call cost more than they save (measured 1.2–1.6× slower at 64³ to
+#: 128³ and 128 × 64 × 1024, float32 and float64).
+LANE_WORK: Final = 1 << 24
+#: Fewer outputs than this leave too few independent chains for the kernel.
+LANE_MIN_OUTPUTS: Final = 64
 #: Batch calls per thread: more than one, so a thread the machine delays
 #: leaves its share to the others.
 _CALLS_PER_THREAD: Final = 4
@@ -97,6 +107,13 @@ def groups(batch: int, tile_total: int, threads: int, stride: int) -> list[tuple
     return pool.spans(batch, max(parts, -(-batch // most)))
 
 
+def by_lanes(m: int, n: int, k: int) -> bool:
+    """Whether a tile of these extents runs on ``lanedots.product_at`` (else
+    OpenBLAS): fewer than ``LANE_WORK`` multiply-adds and at least
+    ``LANE_MIN_OUTPUTS`` outputs. A function of the extents alone."""
+    return m * n * k < LANE_WORK and m * n >= LANE_MIN_OUTPUTS
+
+
 def _check(m: int, n: int, k: int) -> None:
     if max(m, n, k) > blas.INT_MAX:
         raise ValueError(f"contract: extents {m}, {n}, {k} exceed a 32-bit BLAS's")
@@ -104,10 +121,11 @@ def _check(m: int, n: int, k: int) -> None:
 
 def float_tasks(dtype: npt.DTypeLike, batch: int, m: int, n: int, k: int, a: int, b: int,
                 out: int, threads: int) -> list[Task]:
-    """The BLAS calls of ``out = a @ b`` for C-contiguous float32 or float64
+    """The calls of ``out = a @ b`` for C-contiguous float32 or float64
     ``a [batch, m, k]``, ``b [batch, k, n]`` and ``out [batch, m, n]`` at
     these addresses (1 <= batch, m, n, k): every tile of ``tiles(m, n, k,
-    batch)`` for every range of ``groups``.
+    batch)`` for every range of ``groups``, by ``lanedots.product_at`` where
+    ``by_lanes`` holds for the tile, else by BLAS.
 
     Raises:
         ValueError: extents a 32-bit BLAS integer does not hold.
@@ -115,6 +133,7 @@ def float_tasks(dtype: npt.DTypeLike, batch: int, m: int, n: int, k: int, a: int
     _check(m, n, k)
     product = blas.gemm_strided(dtype)
     item = np.dtype(dtype).itemsize
+    like = np.dtype(dtype).type(0)
     cut = tiles(m, n, k, batch)
     sa, sb, sc = m * k, k * n, m * n
     tasks: list[Task] = []
@@ -123,10 +142,15 @@ def float_tasks(dtype: npt.DTypeLike, batch: int, m: int, n: int, k: int, a: int
         # A stride is read only from the second element on.
         sa_, sb_, sc_ = (sa, sb, sc) if count > 1 else (0, 0, 0)
         for r0, r1, c0, c1 in cut:
+            at_a, at_b = a + (lo * sa + r0 * k) * item, b + (lo * sb + c0) * item
+            at_out = out + (lo * sc + r0 * n + c0) * item
+            if by_lanes(r1 - r0, c1 - c0, k):
+                tasks.append(functools.partial(
+                    lanedots.product_at, count, r1 - r0, c1 - c0, k, at_a, sa, k, 1, at_b, sb,
+                    n, at_out, sc, n, like))
+                continue
             tasks.append(functools.partial(
-                product, r1 - r0, c1 - c0, k, a + (lo * sa + r0 * k) * item, k, sa_,
-                b + (lo * sb + c0) * item, n, sb_, out + (lo * sc + r0 * n + c0) * item, n, sc_,
-                count))
+                product, r1 - r0, c1 - c0, k, at_a, k, sa_, at_b, n, sb_, at_out, n, sc_, count))
     return tasks
 
 
@@ -137,7 +161,7 @@ def _matmul(a: NDArray, b: NDArray, out: NDArray) -> None:
 def products(jobs: Sequence[tuple[NDArray, NDArray, NDArray]]) -> None:
     """``out[...] = a @ b`` for each job of C-contiguous 3-D arrays ``a [B, m,
     k]``, ``b [B, k, n]``, ``out [B, m, n]``: float32 and float64 by the
-    library's own BLAS over fixed tiles (``float_tasks``), other dtypes
+    library's own kernels over fixed tiles (``float_tasks``), other dtypes
     (the integer paths' uint64) by NumPy's loop over the same tiles, on the
     library's threads (``run``).
 

@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from numba import njit
 
 from nxkernel_core import dtype as D
 from nxkernel_core.prog import Binary, Prog, Unary
-from nxkernel_host import program, simdmath, threads
+from nxkernel_host import program, simdfloat32, simdfloat64, threads
 from tests.host.sweeps import sweep
 from tests.host.test_map import rng_for, values
 
@@ -125,6 +126,58 @@ def test_an_operand_as_its_destination() -> None:
         assert ((w.view(np.uint32) == g.view(np.uint32)) | np.isnan(w)).all()
 
 
+@njit(error_model="numpy")
+def _exp64_everywhere(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
+    """``simdfloat64.exp64_one`` of every element: no fast chunks."""
+    for i in range(out.size):
+        out[i] = simdfloat64.exp64_one(x[i])
+
+
+#: Arguments of float64 Exp whose results are not normal and finite (NaN,
+#: ±inf, subnormal, zero, overflow) or whose magnitudes are huge or tiny.
+_NOT_NORMAL = np.array([np.nan, -np.inf, np.inf, -720.0, -745.0, -746.0, 709.8, 710.0, 1e300,
+                        -1e300, 5e-324, -5e-324, -708.3964185322642, 0.0, -0.0])
+
+
+@pytest.mark.usefixtures("loops")
+def test_float64_exp_in_chunks_has_the_full_functions_bits() -> None:
+    """The loop runs a float64 Exp over chunks by ``exp64_normal_one`` where
+    every result is normal and finite and by ``exp64_one`` where one is not:
+    with an argument from ``_NOT_NORMAL`` in every chunk, and with none, each
+    Exp output has ``exp64_one``'s bits element by element, and x·sigmoid(x)
+    (its Exp of −x) the evaluator's, apart and with its operand as its
+    destination, on 1 to 3 threads."""
+    b = Prog.build([D.float64])
+    (x,) = b.ins
+    p = b.finish(b.exp(x), x / (b.exp(-x) + 1.0))
+    n = 3 * 65536 + 333
+    rng = rng_for("fused exp64 chunks")
+    plain = rng.uniform(-708.39, 708.39, n)
+    plain[::7] = rng.uniform(-1, 1, plain[::7].size)
+    mixed = plain.copy()
+    step = simdfloat64.EXP_CHUNK
+    at = np.minimum(np.arange(0, n, step) + rng.integers(0, step, -(-n // step)), n - 1)
+    mixed[at] = _NOT_NORMAL[np.arange(at.size) % _NOT_NORMAL.size]
+    for xs in (plain, mixed):
+        want = np.empty(n)
+        _exp64_everywhere(xs, want)
+        sig = _map(p, [xs], False, 1)[1]
+        for t in (1, 2, 3):
+            got = _map(p, [xs], True, t)
+            assert got[0].tobytes() == want.tobytes(), t
+            assert np.array_equal(np.isnan(got[1]), np.isnan(sig)), t
+            assert ((got[1].view(np.uint64) == sig.view(np.uint64)) | np.isnan(sig)).all(), t
+        program.FUSE_MIN = 0  # type: ignore[misc]
+        ev = program.compile(p)
+        for k in (0, 1):
+            targets = [np.empty(n), np.empty(n)]
+            targets[k] = xs.copy()
+            with threads(2):
+                program.map_into(ev, [targets[k]], (n,), targets, True)
+            assert targets[0].tobytes() == want.tobytes(), k
+            assert ((targets[1].view(np.uint64) == sig.view(np.uint64)) | np.isnan(sig)).all(), k
+
+
 def test_a_compiled_loops_boxes() -> None:
     """Boxes of a multiple of 4096 elements from 2^16 to 2^20, at least four
     per thread where boxes of 2^16 make that many."""
@@ -144,7 +197,7 @@ def test_boxes_of_any_size_give_the_kinds_bits() -> None:
     (x,) = b.ins
     p = b.finish(b.tanh(x))
     xs = [values(D.float32, 10**6 + 3, rng_for("fused boxes"))]
-    want = simdmath.tanhf(xs[0])
+    want = simdfloat32.tanhf(xs[0])
     for t in (1, 2, 3):
         assert _map(p, xs, True, t)[0].tobytes() == want.tobytes(), t
 

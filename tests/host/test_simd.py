@@ -1,4 +1,5 @@
-"""``nxkernel_host.simdmath``: Exp, Tanh and Erf in vectorised loops, against
+"""``nxkernel_host``'s ``simdfloat32``, ``simdfloat64`` and ``simderf``: Exp,
+Tanh and Erf in vectorised loops, against
 values correctly rounded from mpmath at 100 bits; C99 Annex F's special
 values exactly; each element's bits a function of its argument alone.
 """
@@ -17,7 +18,7 @@ import pytest
 
 from nxkernel_core import dtype as D
 from nxkernel_core import evaluator as R
-from nxkernel_host import program, simdmath
+from nxkernel_host import program, simderf, simdfloat32, simdfloat64
 from tests.host.sweeps import sweep
 
 Arr = npt.NDArray[Any]
@@ -29,10 +30,12 @@ _EXACT: dict[str, Callable[[Any], Any]] = {"exp": _CTX.exp, "tanh": _CTX.tanh, "
 #: floats' value), Exp and Tanh of float32 in float32 arithmetic (``expf``,
 #: ``tanhf``: the float32 kinds'), the float64 kinds.
 _KERNEL: dict[tuple[str, str], Callable[..., Arr]] = {
-    ("exp", "float32"): simdmath.exp32, ("tanh", "float32"): simdmath.tanh32,
-    ("erf", "float32"): simdmath.erf32, ("erf", "float64"): simdmath.erf,
-    ("exp", "float64"): simdmath.exp64, ("tanh", "float64"): simdmath.tanh64,
-    ("expf", "float32"): simdmath.expf, ("tanhf", "float32"): simdmath.tanhf}
+    ("exp", "float32"): simdfloat32.exp32, ("tanh", "float32"): simdfloat32.tanh32,
+    ("erf", "float32"): simderf.erf32, ("erf", "float64"): simderf.erf,
+    ("exp", "float64"): simdfloat64.exp64, ("tanh", "float64"): simdfloat64.tanh64,
+    ("expf", "float32"): simdfloat32.expf, ("tanhf", "float32"): simdfloat32.tanhf}
+#: The bound of each float64 function in ulps from the correctly rounded value.
+_BOUNDS = {"erf": simderf.ULPS, "exp": simdfloat64.ULPS, "tanh": simdfloat64.ULPS}
 #: The kind each function computes.
 _BASE = {"expf": "exp", "tanhf": "tanh"}
 _CASES = sorted(_KERNEL)
@@ -78,7 +81,7 @@ def _points(kind: str, dt: np.dtype[Any], rng: np.random.Generator) -> Arr:
 
 @pytest.mark.parametrize(("kind", "dtype"), _CASES)
 def test_within_the_bound_of_the_correctly_rounded_value(kind: str, dtype: str) -> None:
-    """float64 within ``BOUNDS`` ulps, float32 within 1, of the correctly
+    """float64 within ``ULPS`` of its module (1 ulp), float32 within 1, of the correctly
     rounded value; both within the library's stated ulps."""
     dt = _DTYPES[dtype]
     rng = np.random.default_rng(18)
@@ -88,7 +91,7 @@ def test_within_the_bound_of_the_correctly_rounded_value(kind: str, dtype: str) 
     assert got.dtype == dt.numpy_dtype
     want = _correctly_rounded(base, dt, x)
     d = R.ulps(want, got, dt)
-    most = simdmath.BOUNDS[kind] if dt is D.float64 else 1
+    most = _BOUNDS[kind] if dt is D.float64 else 1
     assert most <= program.ULPS[dtype][base]
     assert d.max() <= most, (kind, dtype, x[d.argmax()], got[d.argmax()], want[d.argmax()])
 
@@ -150,7 +153,7 @@ def test_bits_depend_on_the_argument_alone(kind: str, dtype: str) -> None:
 
 def test_exp64_bits_whatever_its_neighbours() -> None:
     """``exp64`` takes a fast loop over runs of arguments whose results are
-    normal and finite and ``_exp64`` over runs holding one that is not: each
+    normal and finite and ``exp64_one`` over runs holding one that is not: each
     element's bits are the same either way, and in place (where the loop
     tests each run before it writes it)."""
     rng = np.random.default_rng(7)
@@ -159,15 +162,15 @@ def test_exp64_bits_whatever_its_neighbours() -> None:
     # One argument in every chunk whose result is not normal and finite.
     mixed = plain.copy()
     specials = np.array([np.nan, -720.0, 709.5, -np.inf, np.inf, 1e300])
-    at = np.arange(100, plain.size, simdmath._CHUNK)
+    at = np.arange(100, plain.size, simdfloat64.EXP_CHUNK)
     mixed[at] = specials[np.arange(at.size) % specials.size]
     keep = np.ones(plain.size, bool)
     keep[at] = False
-    fast, slow = simdmath.exp64(plain), simdmath.exp64(mixed)
+    fast, slow = simdfloat64.exp64(plain), simdfloat64.exp64(mixed)
     assert fast[keep].tobytes() == slow[keep].tobytes()
     for x, want in ((plain, fast), (mixed, slow)):
         inplace = x.copy()
-        simdmath.exp64(inplace, out=inplace)
+        simdfloat64.exp64(inplace, out=inplace)
         assert inplace.tobytes() == want.tobytes()
 
 
@@ -253,7 +256,7 @@ def _worst_ulps(kind: str, x: Arr) -> int:
 
 @pytest.mark.parametrize("kind", ["exp", "tanh"])
 def test_float64_exp_and_tanh_on_many_arguments(kind: str) -> None:
-    """Exp and Tanh of float64 within ``BOUNDS`` (1 ulp) of the correctly
+    """Exp and Tanh of float64 within ``simdfloat64.ULPS`` (1 ulp) of the correctly
     rounded value over about 200,000 arguments each, the edges of subnormal and
     infinite Exp and of Tanh's rounding to ±1 included."""
     assert np.finfo(np.longdouble).nmant >= 63, "the reference needs x87's long double"
@@ -261,7 +264,7 @@ def test_float64_exp_and_tanh_on_many_arguments(kind: str) -> None:
     edges = [-745.1332191019411, -745.1332191019412, -708.3964185322641, 709.782712893384,
              -744.4400719213812, 19.061547465398498] if kind == "exp" else [19.061547465398498]
     near = [np.nextafter(e, d) for e in edges for d in (-np.inf, np.inf)]
-    assert _worst_ulps(kind, np.concatenate([x, edges, near])) <= simdmath.BOUNDS[kind]
+    assert _worst_ulps(kind, np.concatenate([x, edges, near])) <= _BOUNDS[kind]
 
 
 @sweep
@@ -271,4 +274,4 @@ def test_float64_exp_and_tanh_swept(kind: str) -> None:
     other arguments each (minutes)."""
     for seed in range(25):
         x = _float64_arguments(kind, 2_000_000, np.random.default_rng([64, seed]))
-        assert _worst_ulps(kind, x) <= simdmath.BOUNDS[kind], seed
+        assert _worst_ulps(kind, x) <= _BOUNDS[kind], seed

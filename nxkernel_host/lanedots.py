@@ -1,0 +1,500 @@
+"""The host library's own product kernels, in orders stated here: dot
+products in 64-byte lanes, weighted sums of rows and a register-blocked
+matrix product, in vector code generated through LLVM (Numba intrinsics).
+
+OpenBLAS is built for products whose three extents are all large; a product
+of a few query rows against thousands of keys (attention's ``K·Qᵀ`` with n =
+4, ``eᵀ·V`` with m = 4) or of 128³ runs its kernels at a fraction of their
+speed, and its order of summation is OpenBLAS's, by core type. These
+kernels keep their operands in place and sum in orders of their own, the
+same on every machine (LLVM's IEEE operations on vectors give the same bits
+whatever the vector width the CPU has; ``llvm.fma`` is always fused):
+
+* ``scores``: ``st[j, i] = k[j]·q[i]`` with the d products of a pair in
+  ``W`` lanes (``W = 64 / itemsize``: 16 float32, 8 float64), product m in
+  lane ``m mod W``, each lane a chain of fused multiply-adds in order of m
+  from −0 (so a lane of one product holds that product rounded once, and an
+  empty lane −0, which every later addition ignores), the lanes then added
+  as a halving tree: lane l + lane l + W/2 for l < W/2, then l + l + W/4, …,
+  down to lane 0. Streams each key once for a few query rows (decoding).
+* ``weighted``: ``out[i, c] = Σ_j e[j, i]·v[j, c]``, per element a chain of
+  fused multiply-adds over j in order from +0, a few rows at a time.
+* ``product``: ``c = a @ b``, per element a chain of fused multiply-adds over
+  k in order from −0, in register blocks of up to 24 vectors of
+  accumulators (the contraction's small tiles, attention's tiles).
+
+Each is within ``γ(n)·Σ|xᵢyᵢ|`` of the exact sum of n products (any order
+of additions of n terms, each product or multiply-add rounded once); which
+block or thread computes an element changes none of its bits.
+
+Rule on operands: ``scores`` and ``weighted`` read matrices with unit stride
+along their last axis and a row stride that is a multiple of their itemsize
+(``unit_rows``), ``product`` b and c so, a of any strides; the wrappers copy
+other views first. float32 and float64 only, all of one dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, cast
+
+import numpy as np
+import numpy.typing as npt
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils as numba_cgutils
+from numba.extending import intrinsic
+
+__all__ = ["LANE_BYTES", "product", "product_at", "scores", "scores_at", "unit_rows", "weighted",
+           "weighted_at"]
+
+Arr = npt.NDArray[Any]
+
+#: The bytes of a lane vector: 16 float32 or 8 float64.
+LANE_BYTES: Final = 64
+#: Query rows of one block: ``scores`` makes W results (16 float32) from
+#: at most 4 rows at once; ``weighted`` holds 4 rows × 4 vectors of sums.
+_BLOCK_ROWS: Final = 4
+_BLOCK_VECTORS: Final = 4
+
+#: Numba's code-generation helpers (untyped for the checker).
+cgutils: Final[Any] = numba_cgutils
+
+_I1 = ir.IntType(1)
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+
+
+def unit_rows(x: Arr) -> bool:
+    """Whether the kernels read 2-D ``x`` in place: unit stride along its last
+    axis, a row stride that is a whole number of elements."""
+    size = x.itemsize
+    return x.ndim == 2 and (x.shape[1] <= 1 or x.strides[1] == size) and x.strides[0] % size == 0
+
+
+# --------------------------------------------------------------------------
+# Generated code: vectors of W lanes
+# --------------------------------------------------------------------------
+
+
+class _Vectors:
+    """LLVM types and intrinsics for vectors of ``W`` lanes of one float dtype,
+    in the module being generated."""
+
+    def __init__(self, context: Any, builder: Any, dtype: Any) -> None:
+        self.builder = builder
+        self.size = dtype.bitwidth // 8
+        self.w = LANE_BYTES // self.size
+        self.fty = context.get_value_type(dtype)
+        self.vty = ir.VectorType(self.fty, self.w)
+        self.ptr = self.vty.as_pointer()
+        self.mty = ir.VectorType(_I1, self.w)
+        name = f"v{self.w}f{dtype.bitwidth}"
+        module = builder.module
+        self._fma = cgutils.get_or_insert_function(
+            module, ir.FunctionType(self.vty, [self.vty] * 3), f"llvm.fma.{name}")
+        self._load = cgutils.get_or_insert_function(
+            module, ir.FunctionType(self.vty, [self.ptr, _I32, self.mty, self.vty]),
+            f"llvm.masked.load.{name}.p0{name}")
+        self._store = cgutils.get_or_insert_function(
+            module, ir.FunctionType(ir.VoidType(), [self.vty, self.ptr, _I32, self.mty]),
+            f"llvm.masked.store.{name}.p0{name}")
+
+    def splat(self, value: float | Any) -> Any:
+        """A vector of ``value`` in every lane (a constant or a scalar)."""
+        if isinstance(value, float):
+            return ir.Constant(self.vty, [ir.Constant(self.fty, value)] * self.w)
+        b = self.builder
+        one = b.insert_element(ir.Constant(self.vty, None), value, ir.Constant(_I32, 0))
+        return b.shuffle_vector(one, one, ir.Constant(ir.VectorType(_I32, self.w), [0] * self.w))
+
+    def mask(self, count: Any) -> Any:
+        """Lanes ``l < count`` (a signed int64; ≤ 0 gives none)."""
+        b = self.builder
+        lanes = ir.Constant(ir.VectorType(_I64, self.w), list(range(self.w)))
+        wide = b.insert_element(ir.Constant(ir.VectorType(_I64, self.w), None), count,
+                                ir.Constant(_I32, 0))
+        wide = b.shuffle_vector(wide, wide, ir.Constant(ir.VectorType(_I32, self.w), [0] * self.w))
+        return b.icmp_signed("<", lanes, wide)
+
+    def load(self, ptr: Any, mask: Any | None) -> Any:
+        """The W elements at ``ptr`` (a scalar pointer); with a mask, only its
+        lanes are read, the others 0."""
+        b = self.builder
+        vp = b.bitcast(ptr, self.ptr)
+        if mask is None:
+            return b.load(vp, align=self.size)
+        return b.call(self._load, [vp, ir.Constant(_I32, self.size), mask, self.splat(0.0)])
+
+    def store(self, value: Any, ptr: Any, mask: Any | None) -> None:
+        """Write the lanes of ``value`` at ``ptr`` (with a mask, its lanes only)."""
+        b = self.builder
+        vp = b.bitcast(ptr, self.ptr)
+        if mask is None:
+            b.store(value, vp, align=self.size)
+        else:
+            b.call(self._store, [value, vp, ir.Constant(_I32, self.size), mask])
+
+    def fma(self, a: Any, b: Any, c: Any) -> Any:
+        """``a·b + c`` per lane, rounded once."""
+        return self.builder.call(self._fma, [a, b, c])
+
+
+def _data(context: Any, builder: Any, aryty: Any, ary: Any, offset: Any) -> Any:
+    """A pointer to element ``offset`` (from the first) of array ``ary``."""
+    return builder.gep(context.make_array(aryty)(context, builder, ary).data, [offset])
+
+
+def _clamped(builder: Any, i: int, n: Any) -> Any:
+    """``min(i, n − 1)`` for a constant i and an int64 n ≥ 1."""
+    at = ir.Constant(_I64, i)
+    return builder.select(builder.icmp_signed("<", at, n), at, builder.sub(n, ir.Constant(_I64, 1)))
+
+
+def _floats(*arrays: Any) -> bool:
+    """Whether the Numba types are arrays of one dtype, float32 or float64."""
+    first = arrays[0]
+    return all(isinstance(a, types.Array) for a in arrays) and first.dtype in (
+        types.float32, types.float64) and all(a.dtype == first.dtype for a in arrays)
+
+
+def _halving_tree(vec: _Vectors, parts: list[Any]) -> Any:
+    """W vectors of W partial lanes each → one vector whose lane t is vector t's
+    lanes added as the halving tree (module doc). Each level pairs vectors
+    (A, B) whose groups of 2h lanes each hold one dot product and adds lane
+    l to lane l + h within every group, so the W trees share their shuffles."""
+    b, w = vec.builder, vec.w
+    h = w // 2
+    while len(parts) > 1:
+        lo = [g + lane for g in range(0, w, 2 * h) for lane in range(h)]
+        hi = [g + h + lane for g in range(0, w, 2 * h) for lane in range(h)]
+        pick_lo = ir.Constant(ir.VectorType(_I32, w), lo + [w + x for x in lo])
+        pick_hi = ir.Constant(ir.VectorType(_I32, w), hi + [w + x for x in hi])
+        parts = [b.fadd(b.shuffle_vector(x, y, pick_lo), b.shuffle_vector(x, y, pick_hi))
+                 for x, y in zip(parts[0::2], parts[1::2], strict=True)]
+        h //= 2
+    return parts[0]
+
+
+@intrinsic
+def _dots_intrinsic(typingctx: Any, k: Any, ko: Any, ldk: Any, nk: Any, q: Any, qo: Any,
+                    ldq: Any, nq: Any, rows: Any, d: Any, out: Any, oo: Any) -> Any:
+    """W dot products of length d into ``out[oo : oo + W]``: result ``g·rows + i``
+    is key row ``min(g, nk − 1)`` (at ``ko + g·ldk``) against query row
+    ``min(i, nq − 1)`` (at ``qo + i·ldq``), for g < W / rows, i < rows, rows a
+    literal 1, 2 or 4; lanes and the halving tree (module doc)."""
+    if not (_floats(k, q, out) and isinstance(rows, types.IntegerLiteral)
+            and all(isinstance(x, types.Integer) for x in (ko, ldk, nk, qo, ldq, nq, d, oo))):
+        return None
+    r = rows.literal_value
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        ka, ko_, ldk_, nk_, qa, qo_, ldq_, nq_, _, d_, oa, oo_ = args
+        vec = _Vectors(context, builder, sig.args[0].dtype)
+        w = vec.w
+        keys = w // r
+        kp = _data(context, builder, sig.args[0], ka, ko_)
+        qp = _data(context, builder, sig.args[4], qa, qo_)
+        krows = [builder.gep(kp, [builder.mul(_clamped(builder, g, nk_), ldk_)]) for g in range(keys)]
+        qrows = [builder.gep(qp, [builder.mul(_clamped(builder, i, nq_), ldq_)]) for i in range(r)]
+        acc = [cgutils.alloca_once(builder, vec.vty) for _ in range(w)]
+        for a in acc:
+            builder.store(vec.splat(-0.0), a)
+
+        def step(at: Any, mask: Any | None) -> None:
+            kv = [vec.load(builder.gep(p, [at]), mask) for p in krows]
+            qv = [vec.load(builder.gep(p, [at]), mask) for p in qrows]
+            for g in range(keys):
+                for i in range(r):
+                    slot = acc[g * r + i]
+                    old = builder.load(slot)
+                    new = vec.fma(kv[g], qv[i], old)
+                    builder.store(new if mask is None else builder.select(mask, new, old), slot)
+
+        width = ir.Constant(_I64, w)
+        whole = builder.udiv(d_, width)
+        with cgutils.for_range(builder, whole) as loop:
+            step(builder.mul(loop.index, width), None)
+        rest = builder.urem(d_, width)
+        with builder.if_then(builder.icmp_unsigned("!=", rest, ir.Constant(_I64, 0))):
+            step(builder.mul(whole, width), vec.mask(rest))
+        tree = _halving_tree(vec, [builder.load(a) for a in acc])
+        vec.store(tree, _data(context, builder, sig.args[10], oa, oo_), None)
+        return context.get_dummy_value()
+
+    return types.none(k, ko, ldk, nk, q, qo, ldq, nq, rows, d, out, oo), codegen
+
+
+@intrinsic
+def _weighted_intrinsic(typingctx: Any, e: Any, eo: Any, lde: Any, r: Any, v: Any, vo: Any,
+                        ldv: Any, n: Any, dv: Any, out: Any, oo: Any, ldo: Any) -> Any:
+    """``out[oo + i·ldo + c] = Σ_j e[eo + j·lde + i]·v[vo + j·ldv + c]`` for
+    i < r ≤ 4, c < dv: per element an FMA chain over j in order from +0, in
+    blocks of 4 rows × 4 vectors of accumulators (rows past r computed from
+    row r − 1 and never stored)."""
+    if not (_floats(e, v, out)
+            and all(isinstance(x, types.Integer) for x in (eo, lde, r, vo, ldv, n, dv, oo, ldo))):
+        return None
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        ea, eo_, lde_, r_, va, vo_, ldv_, n_, dv_, oa, oo_, ldo_ = args
+        vec = _Vectors(context, builder, sig.args[0].dtype)
+        w = vec.w
+        span = ir.Constant(_I64, _BLOCK_VECTORS * w)
+        ep = _data(context, builder, sig.args[0], ea, eo_)
+        vp = _data(context, builder, sig.args[4], va, vo_)
+        op = _data(context, builder, sig.args[9], oa, oo_)
+        rows = [_clamped(builder, i, r_) for i in range(_BLOCK_ROWS)]
+        acc = [[cgutils.alloca_once(builder, vec.vty) for _ in range(_BLOCK_VECTORS)]
+               for _ in range(_BLOCK_ROWS)]
+        blocks = builder.udiv(builder.add(dv_, builder.sub(span, ir.Constant(_I64, 1))), span)
+        with cgutils.for_range(builder, blocks) as block:
+            c0 = builder.mul(block.index, span)
+            masks = [vec.mask(builder.sub(dv_, builder.add(c0, ir.Constant(_I64, c * w))))
+                     for c in range(_BLOCK_VECTORS)]
+            for row in acc:
+                for slot in row:
+                    builder.store(vec.splat(0.0), slot)
+            with cgutils.for_range(builder, n_) as key:
+                erow = builder.gep(ep, [builder.mul(key.index, lde_)])
+                vrow = builder.gep(vp, [builder.add(builder.mul(key.index, ldv_), c0)])
+                weights = [vec.splat(builder.load(builder.gep(erow, [i]))) for i in rows]
+                for c in range(_BLOCK_VECTORS):
+                    values = vec.load(builder.gep(vrow, [ir.Constant(_I64, c * w)]), masks[c])
+                    for i in range(_BLOCK_ROWS):
+                        slot = acc[i][c]
+                        builder.store(vec.fma(weights[i], values, builder.load(slot)), slot)
+            for i in range(_BLOCK_ROWS):
+                with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, i), r_)):
+                    orow = builder.gep(op, [builder.add(builder.mul(ir.Constant(_I64, i), ldo_), c0)])
+                    for c in range(_BLOCK_VECTORS):
+                        vec.store(builder.load(acc[i][c]),
+                                  builder.gep(orow, [ir.Constant(_I64, c * w)]), masks[c])
+        return context.get_dummy_value()
+
+    return types.none(e, eo, lde, r, v, vo, ldv, n, dv, out, oo, ldo), codegen
+
+
+@intrinsic
+def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any, b: Any, bo: Any,
+                     ldb: Any, nc: Any, k: Any, c: Any, co: Any, ldc: Any, like: Any, rows: Any,
+                     vectors: Any) -> Any:
+    """One register block of a matrix product whose operands start ``ao``,
+    ``bo`` and ``co`` elements past addresses a, b and c (int64): ``c[i, j] =
+    Σ_t a[i, t]·b[t, j]`` for i < mr ≤ rows and j < nc, j < vectors·W, each
+    element a chain of fused multiply-adds over t < k in order from −0, in
+    ``rows × vectors`` vectors of accumulators (both literals; rows past mr
+    computed from row mr − 1 and never stored, columns past nc neither read
+    nor written). ``a[i, t]`` lies at ``i·lda + t·ak``, ``b[t, j]`` at ``t·ldb
+    + j`` and ``c[i, j]`` at ``i·ldc + j``; ``like`` is a float32 or float64
+    value of the dtype."""
+    if not (isinstance(like, types.Float) and isinstance(rows, types.IntegerLiteral)
+            and isinstance(vectors, types.IntegerLiteral)
+            and all(isinstance(x, types.Integer)
+                    for x in (a, ao, lda, ak, mr, b, bo, ldb, nc, k, c, co, ldc))):
+        return None
+    mrows, nvec = rows.literal_value, vectors.literal_value
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        a_, ao_, lda_, ak_, mr_, b_, bo_, ldb_, nc_, k_, c_, co_, ldc_ = args[:13]
+        vec = _Vectors(context, builder, sig.args[13])
+        w = vec.w
+        pointer = vec.fty.as_pointer()
+        ap, bp, cp = (builder.gep(builder.inttoptr(x, pointer), [at])
+                      for x, at in ((a_, ao_), (b_, bo_), (c_, co_)))
+        arows = [builder.gep(ap, [builder.mul(_clamped(builder, i, mr_), lda_)])
+                 for i in range(mrows)]
+        masks = [vec.mask(builder.sub(nc_, ir.Constant(_I64, v * w))) for v in range(nvec)]
+        acc = [[cgutils.alloca_once(builder, vec.vty) for _ in range(nvec)] for _ in range(mrows)]
+        for row in acc:
+            for slot in row:
+                builder.store(vec.splat(-0.0), slot)
+        whole = builder.icmp_signed(">=", nc_, ir.Constant(_I64, nvec * w))
+        with builder.if_else(whole) as (unmasked, masked):
+            for branch, use in ((unmasked, None), (masked, masks)):
+                with branch, cgutils.for_range(builder, k_) as step:
+                    brow = builder.gep(bp, [builder.mul(step.index, ldb_)])
+                    bv = [vec.load(builder.gep(brow, [ir.Constant(_I64, v * w)]),
+                                   None if use is None else use[v]) for v in range(nvec)]
+                    at = builder.mul(step.index, ak_)
+                    for i in range(mrows):
+                        av = vec.splat(builder.load(builder.gep(arows[i], [at])))
+                        for v in range(nvec):
+                            slot = acc[i][v]
+                            builder.store(vec.fma(av, bv[v], builder.load(slot)), slot)
+        for i in range(mrows):
+            with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, i), mr_)):
+                crow = builder.gep(cp, [builder.mul(ir.Constant(_I64, i), ldc_)])
+                for v in range(nvec):
+                    vec.store(builder.load(acc[i][v]), builder.gep(crow, [ir.Constant(_I64, v * w)]),
+                              masks[v])
+        return context.get_dummy_value()
+
+    return types.none(a, ao, lda, ak, mr, b, bo, ldb, nc, k, c, co, ldc, like, rows,
+                      vectors), codegen
+
+
+@intrinsic
+def _itemsize_intrinsic(typingctx: Any, like: Any) -> Any:
+    """The bytes of float ``like``'s dtype, a constant of the compiled code."""
+    if not isinstance(like, types.Float):
+        return None
+    size = like.bitwidth // 8
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        return context.get_constant(types.int64, size)
+
+    return types.int64(like), codegen
+
+
+_dots = cast("Callable[..., None]", _dots_intrinsic)
+_weighted = cast("Callable[..., None]", _weighted_intrinsic)
+_block = cast("Callable[..., None]", _block_intrinsic)
+_itemsize = cast("Callable[[Any], int]", _itemsize_intrinsic)
+
+
+# --------------------------------------------------------------------------
+# The kernels
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _dots_of(rows: int, k: Arr, ko: int, ldk: int, nk: int, q: Arr, qo: int, ldq: int, nq: int,
+             d: int, out: Arr, oo: int) -> None:  # pragma: no cover - compiled
+    """``_dots`` for ``rows`` of 1, 2 or 4 known only at run time."""
+    if rows == 1:
+        _dots(k, ko, ldk, nk, q, qo, ldq, nq, 1, d, out, oo)
+    elif rows == 2:
+        _dots(k, ko, ldk, nk, q, qo, ldq, nq, 2, d, out, oo)
+    else:
+        _dots(k, ko, ldk, nk, q, qo, ldq, nq, 4, d, out, oo)
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def scores_at(k: Arr, ko: int, ldk: int, n: int, q: Arr, qo: int, ldq: int, r: int, d: int,
+              st: Arr) -> None:  # pragma: no cover - compiled
+    """``st[j, i] = k[j]·q[i]`` in lanes and a halving tree (module doc), key
+    row j of d elements at ``ko + j·ldk`` in k and query row i at ``qo + i·ldq``
+    in q (elements from each array's first, unit stride within a row); st
+    ``[n, r]`` with unit stride along its last axis. Query rows are taken in
+    blocks of at most 4, each block with the keys in groups of ``W / rows``
+    (rows the block's row count rounded up to 1, 2 or 4), so one pass of the
+    generated code makes W results from W accumulators. The blocks change no
+    bit: each result is its own pair's lanes and tree. d = 0 gives +0, an
+    empty sum."""
+    if d == 0:
+        st[...] = 0
+        return
+    w = LANE_BYTES // k.itemsize
+    spare = np.empty(w, k.dtype)
+    flat = st.ravel() if st.flags.c_contiguous else spare
+    for i0 in range(0, r, _BLOCK_ROWS):
+        nq = min(_BLOCK_ROWS, r - i0)
+        rows = 1
+        while rows < nq:
+            rows *= 2
+        keys = w // rows
+        direct = st.flags.c_contiguous and rows == nq == r
+        for j in range(0, n, keys):
+            nk = min(keys, n - j)
+            at = ko + j * ldk
+            if direct and nk == keys:
+                _dots_of(rows, k, at, ldk, nk, q, qo + i0 * ldq, ldq, nq, d, flat, j * r)
+                continue
+            _dots_of(rows, k, at, ldk, nk, q, qo + i0 * ldq, ldq, nq, d, spare, 0)
+            for g in range(nk):
+                for i in range(nq):
+                    st[j + g, i0 + i] = spare[g * rows + i]
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def weighted_at(e: Arr, eo: int, lde: int, r: int, v: Arr, vo: int, ldv: int, n: int, dv: int,
+                out: Arr, oo: int, ldo: int) -> None:  # pragma: no cover - compiled
+    """``out[i, c] = Σ_j e[j, i]·v[j, c]`` (module doc) for i < r, c < dv and
+    n keys: e's row j at ``eo + j·lde``, v's at ``vo + j·ldv``, out's row i at
+    ``oo + i·ldo`` (elements from each array's first, unit stride within a
+    row); rows in blocks of 4."""
+    for i0 in range(0, r, _BLOCK_ROWS):
+        rows = min(_BLOCK_ROWS, r - i0)
+        _weighted(e, eo + i0, lde, rows, v, vo, ldv, n, dv, out, oo + i0 * ldo, ldo)
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak: int, b: int,
+               sb: int, ldb: int, c: int, sc: int, ldc: int,
+               like: Any) -> None:  # pragma: no cover - compiled
+    """``c_e = a_e @ b_e`` for e < count: ``a_e [m, k]`` (element (i, t) at
+    ``i·lda + t·ak``), ``b_e [k, n]`` and ``c_e [m, n]`` (row strides ``ldb``,
+    ``ldc``, unit stride within rows) of ``like``'s dtype, starting ``e·sx``
+    elements past addresses a, b and c: each element a chain of fused
+    multiply-adds over k in order from −0 (module doc). k ≥ 1. Register
+    blocks by n's width in vectors: 6 rows × 4 vectors, 12 × 2 or 24 × 1 (1
+    × 4 where m is 1), the blocks of columns outside so that every block of
+    rows reads a block of b's columns from cache; the blocks change no bit."""
+    w = LANE_BYTES // _itemsize(like)
+    wide = -(-n // w)
+    for e in range(count):
+        ao, bo, co = e * sa, e * sb, e * sc
+        if m == 1:
+            for j0 in range(0, n, 4 * w):
+                _block(a, ao, lda, ak, 1, b, bo + j0, ldb, n - j0, k, c, co + j0, ldc, like, 1, 4)
+        elif wide >= 3:
+            for j0 in range(0, n, 4 * w):
+                for i0 in range(0, m, 6):
+                    _block(a, ao + i0 * lda, lda, ak, min(6, m - i0), b, bo + j0, ldb, n - j0, k,
+                           c, co + i0 * ldc + j0, ldc, like, 6, 4)
+        elif wide == 2:
+            for i0 in range(0, m, 12):
+                _block(a, ao + i0 * lda, lda, ak, min(12, m - i0), b, bo, ldb, n, k, c,
+                       co + i0 * ldc, ldc, like, 12, 2)
+        else:
+            for i0 in range(0, m, 24):
+                _block(a, ao + i0 * lda, lda, ak, min(24, m - i0), b, bo, ldb, n, k, c,
+                       co + i0 * ldc, ldc, like, 24, 1)
+
+
+def product(a: Arr, b: Arr, out: Arr) -> None:
+    """``out[...] = a @ b`` by ``product_at``: a ``[m, k]`` of any strides, b
+    ``[k, n]`` and out ``[m, n]`` of a's dtype (float32 or float64), out with
+    unit stride along its last axis, b copied first where it is not
+    ``unit_rows`` (a where a stride is no whole number of elements); k = 0
+    gives +0."""
+    m, k = a.shape
+    n = b.shape[1]
+    if m == 0 or n == 0:
+        return
+    if k == 0:
+        out[...] = 0
+        return
+    size = a.itemsize
+    if a.strides[0] % size or a.strides[1] % size:
+        a = np.ascontiguousarray(a)
+    b = _in_place(b)
+    product_at(1, m, n, k, a.ctypes.data, 0, a.strides[0] // size, a.strides[1] // size,
+               b.ctypes.data, 0, b.strides[0] // size, out.ctypes.data, 0, out.strides[0] // size,
+               a.dtype.type(0))
+
+
+def scores(k: Arr, q: Arr, st: Arr) -> None:
+    """``st[...] = k @ q.T`` by ``scores_at``: k ``[n, d]``, q ``[r, d]`` of
+    st's dtype (float32 or float64), st ``[n, r]`` with unit stride along its
+    last axis; k and q copied first where they are not ``unit_rows``."""
+    k, q = _in_place(k), _in_place(q)
+    size = k.itemsize
+    scores_at(k, 0, k.strides[0] // size, k.shape[0], q, 0, q.strides[0] // size, q.shape[0],
+              k.shape[1], st)
+
+
+def weighted(e: Arr, v: Arr, out: Arr) -> None:
+    """``out[...] = e.T @ v`` by ``weighted_at``: e ``[n, r]``, v ``[n, dv]`` of
+    out's dtype (float32 or float64), out ``[r, dv]`` with unit stride along
+    its last axis; e and v copied first where they are not ``unit_rows``."""
+    e, v = _in_place(e), _in_place(v)
+    size = e.itemsize
+    weighted_at(e, 0, e.strides[0] // size, e.shape[1], v, 0, v.strides[0] // size, e.shape[0],
+                v.shape[1], out, 0, out.strides[0] // size)
+
+
+def _in_place(x: Arr) -> Arr:
+    """x, or a C-contiguous copy where the kernels cannot read it in place."""
+    return x if unit_rows(x) else np.ascontiguousarray(x)
