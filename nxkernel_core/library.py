@@ -213,9 +213,14 @@ class Library:
     def _run(self, kernel: str, spec: Any, dsts: Sequence[Array],
              operands: Sequence[Array]) -> Answer:
         try:
-            key: tuple[object, ...] | None = (
-                kernel, spec, len(dsts),
-                *[v for a in (*dsts, *operands) for v in (a.dtype, a.layout)])
+            # The signature, built by extending one list (cheaper than a
+            # comprehension of pairs: every call makes it).
+            parts: list[object] = [kernel, spec, len(dsts)]
+            for a in dsts:
+                parts += (a.dtype, a.layout)
+            for a in operands:
+                parts += (a.dtype, a.layout)
+            key: tuple[object, ...] | None = tuple(parts)
             known = self._known.get(key)  # type: ignore[arg-type]
         except (AttributeError, TypeError):
             # Not arrays, or a spec holding something unhashable: decided afresh.
