@@ -66,7 +66,7 @@ def refusal(written: Sequence[Array], read: Sequence[Array], device: Rig | None 
         buf = a.buffer
         mem = buf.memory
         d = mem.device
-        why = d.lost
+        why = d._lost  # ``Rig.lost`` without the property's call: every kernel call reads it
         if why is not None:
             raise Lost(d, why)
         dead = dead or buf.epoch < mem.epoch
@@ -128,12 +128,18 @@ class _Door:
             if answer is None:
                 raise
             return answer
-        sub_byte = {id(a.buffer.memory): a.buffer.memory for a in self._written if a.dtype.bits < 8}
-        if sub_byte:
-            self._locks = [sub_byte[k] for k in sorted(sub_byte)]  # one global order
-            for mem in self._locks:
-                mem.store_lock.acquire()
+        for a in self._written:
+            if a.dtype.bits < 8:
+                self._lock_sub_byte()
+                break
         return None
+
+    def _lock_sub_byte(self) -> None:
+        """Take the store locks of the memories of the sub-byte arrays written."""
+        sub_byte = {id(a.buffer.memory): a.buffer.memory for a in self._written if a.dtype.bits < 8}
+        self._locks = [sub_byte[k] for k in sorted(sub_byte)]  # one global order
+        for mem in self._locks:
+            mem.store_lock.acquire()
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  tb: TracebackType | None) -> None:

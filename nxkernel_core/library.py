@@ -16,6 +16,15 @@ method the base class gives each kernel runs, in order:
    door's refusal;
 4. the **hook**, then ``DONE``.
 
+Everything steps 1 and 2 decide, and which hook runs, depends on the call's
+*signature* alone: the spec and each array's dtype and layout (the fit reads
+counts, dtypes, shapes and the destinations' contiguity). So ``_run`` decides
+them once per signature (``_known``): a warm call of the same signature runs
+the remembered fit answer, the declines predicate (none where the library
+states none for the kernel), the door, and the signature's hook (``_hook_for``:
+the kernel's hook unless a subclass prepares one). The door runs on every
+call: whether the arrays live, are held or share bytes is the call's own.
+
 The statement is assembled from the same parts: each hook's docstring is its
 kernel's prose, its declines predicate the one step 2 runs. A library with no
 contraction states the contract's ceiling γ(2K + 2) as its e(K). The guide
@@ -27,7 +36,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from .answer import Answer
 from .array import Array
@@ -41,6 +50,17 @@ __all__ = ["Library", "misfit"]
 
 #: A hook: computes a call that fits into its destinations, the door passed.
 Hook = Callable[[Any, Sequence[Array], Sequence[Array]], None]
+#: What ``_run`` decides once per signature: the fit's refusal (None where the
+#: call fits), the declines predicate to ask (None where the library states no
+#: decline of the kernel) and the hook.
+_Known = tuple[Answer | None, Callable[[Call], str | None] | None, Hook | None]
+#: Signatures a library keeps decided; past it the oldest goes.
+_KNOWN_MAX: Final = 4096
+
+
+def _declines_nothing(call: Call) -> str | None:
+    """The declines predicate of a kernel whose hook states none."""
+    return None
 
 
 # --------------------------------------------------------------------------
@@ -110,6 +130,8 @@ class Library:
             raise TypeError(f"{type(self).__name__}: a Library states its name")
         self._made: Statement | None = None
         self._making = threading.Lock()
+        self._known: dict[tuple[object, ...], _Known] = {}
+        self._known_lock = threading.Lock()
 
     @property
     def statement(self) -> Statement:
@@ -165,19 +187,57 @@ class Library:
             reason = self.not_computed.get(kernel, f"{self.name} computes no {kernel}")
             return KernelStatement(f"declines every case: {reason}", lambda call: reason)
         declines: Callable[[Call], str | None] = getattr(
-            self, f"_declines_{kernel}", lambda call: None)
+            self, f"_declines_{kernel}", _declines_nothing)
         prose = self.prose.get(kernel) or " ".join((hook.__doc__ or f"computes {kernel}").split())
         return KernelStatement(prose, declines)
 
-    def _run(self, kernel: str, spec: Any, dsts: Sequence[Array],
-             operands: Sequence[Array]) -> Answer:
+    def _hook_for(self, kernel: str, spec: Any, dsts: Sequence[Array],
+                  operands: Sequence[Array]) -> Hook | None:
+        """The hook that computes calls of this signature (that of ``spec``,
+        ``dsts`` and ``operands``: their dtypes and layouts), asked once per
+        signature of a call that fits and is not declined by the statement:
+        the kernel's hook; a subclass may prepare one for the signature, which
+        must compute any call of it as the kernel's hook does."""
+        return self._hook(kernel)
+
+    def _decide(self, kernel: str, spec: Any, dsts: Sequence[Array],
+                operands: Sequence[Array]) -> _Known:
+        """What ``_run`` decides for this call's signature (see ``_Known``)."""
         refusal = misfit(kernel, spec, dsts, operands)
         if refusal is not None:
+            return refusal, None, None
+        declines = self.statement.computes[kernel].declines
+        return (None, None if declines is _declines_nothing else declines,
+                self._hook_for(kernel, spec, dsts, operands))
+
+    def _run(self, kernel: str, spec: Any, dsts: Sequence[Array],
+             operands: Sequence[Array]) -> Answer:
+        try:
+            # The signature, built by extending one list (cheaper than a
+            # comprehension of pairs: every call makes it).
+            parts: list[object] = [kernel, spec, len(dsts)]
+            for a in dsts:
+                parts += (a.dtype, a.layout)
+            for a in operands:
+                parts += (a.dtype, a.layout)
+            key: tuple[object, ...] | None = tuple(parts)
+            known = self._known.get(key)  # type: ignore[arg-type]
+        except (AttributeError, TypeError):
+            # Not arrays, or a spec holding something unhashable: decided afresh.
+            key = known = None
+        if known is None:
+            known = self._decide(kernel, spec, dsts, operands)
+            if key is not None:
+                with self._known_lock:
+                    while len(self._known) >= _KNOWN_MAX:
+                        del self._known[next(iter(self._known))]
+                    self._known[key] = known
+        refusal, declines, hook = known
+        if refusal is not None:
             return refusal
-        if self.statement.computes[kernel].declines(
+        if declines is not None and declines(
                 Call(kernel, spec, tuple(dsts), tuple(operands))) is not None:
             return Answer.DECLINED
-        hook = self._hook(kernel)
         assert hook is not None  # a kernel without a hook declines every case
         with self._door(dsts, operands) as refused:
             if refused is not None:

@@ -28,10 +28,10 @@ keys and values are read once and the products are ``K·Qᵀ`` of all their rows
   tile of at most ``LANE_ROWS`` rows (decoding), 16- or 8-lane dot products
   and a halving tree; a score transform other than the identity runs
   program output 1 per block.
-* Per key tile: the rows' maximum m so far, ``e = exp(x − m)`` (NumPy's SIMD
-  exp, in the accumulator), ``Σ e`` in key order and ``eᵀ·V`` (FMA chains
-  in key order, ``lanedots``). One key
-  tile: ``o = (eᵀ·V) / Σ e`` and ``lse = m + ln Σ e``. Several: the tiles fold
+* Per key tile: the rows' maximum m so far, ``e = exp(x − m)`` (the
+  library's own Exp, ``simdfloat32``/``simdfloat64``, in the accumulator),
+  ``Σ e`` in key order and ``eᵀ·V`` (FMA chains in key order, ``lanedots``).
+  One key tile: ``o = (eᵀ·V) / Σ e`` and ``lse = m + ln Σ e``. Several: the tiles fold
   into float64 running sums rescaled by ``exp(m_old − m_new)``, then ``o = O /
   L`` and ``lse = M + ln L``. The weights so applied, ``e · exp(m − M) / L``,
   keep the contract's δ with the ε stated (``ALGORITHMS``).
@@ -67,7 +67,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.spec import Attention
 
 from . import attnunits, lanedots, pool, views
-from .attnplan import LANE_ROWS, MIN_PARALLEL_PAIRS, _Head, _Plan, _plan, _Rows, _rows
+from .attnplan import LANE_ROWS, MIN_PARALLEL_PAIRS, _Head, _Plan, _plan, _Rows, row_tile
 from .attnunits import _finish, _maxima, _rescale, _shifted, _sums
 from .family import Family
 
@@ -185,11 +185,11 @@ def _maxima_of(plan: _Plan, sc: _Scratch, rows: _Rows, st: Arr, s: Any, ok: Arr 
 
 def _exp_shifted(plan: _Plan, sc: _Scratch, rows: _Rows, st: Arr, s: Any, ok: Arr | None,
                  j0: int, shift: Arr) -> None:
-    """``st[j, i] = exp(x − shift[i])`` in place: 0 at hidden pairs."""
+    """``st[j, i] = exp(x − shift[i])`` in place (the library's own Exp): 0 at
+    hidden pairs."""
     keyok = sc.ones[:st.shape[0]] if ok is None else ok
     _shifted(st, s, plan.acc.type(-np.inf), rows.lo, rows.hi, rows.lo_max, rows.hi_min, j0,
              keyok, shift)
-    np.exp(st, out=st)  # NumPy's SIMD exp, over the whole tile at once
 
 
 def _visible(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, r: int,
@@ -343,7 +343,8 @@ def _visibility(plan: _Plan, heads: int) -> list[tuple[tuple[int, ...], list[_Ro
         tiles = []
         for r0 in range(0, plan.tq, step):
             if (kmax, r0) not in found:
-                found[kmax, r0] = _tiled(_rows(plan, r0, min(plan.tq, r0 + step), kmax), heads)
+                found[kmax, r0] = row_tile(plan.spec.prog, plan.tq, plan.tk, r0,
+                                           min(plan.tq, r0 + step), kmax, heads)
             tiles.append(found[kmax, r0])
         out.append((b, tiles))
     return out
@@ -361,16 +362,6 @@ def _units(plan: _Plan, heads: int, b: tuple[int, ...], tiles: Sequence[_Rows]) 
             cost = heads * (r1 - r0) * (max(0, rows.jhi - rows.jlo) + 16)
             out.append((b, h, heads, r0, r1, rows, cost))
     return out
-
-
-def _tiled(rows: _Rows, heads: int) -> _Rows:
-    """A row tile's visibility repeated for ``heads`` heads stacked as rows."""
-    if heads == 1:
-        return rows
-    multi = None if rows.multi is None else [(np.tile(lo, heads), np.tile(hi, heads))
-                                             for lo, hi in rows.multi]
-    return _Rows(np.tile(rows.lo, heads), np.tile(rows.hi, heads), rows.lo_max, rows.hi_min,
-                 multi, rows.general, rows.jlo, rows.jhi)
 
 
 def _balanced(costs: Sequence[int], parts: int) -> list[tuple[int, int]]:
@@ -483,8 +474,9 @@ ALGORITHMS: Final = {
         "And/Or of comparisons of affine int64 functions of the row (Coord 1) and the key "
         "(Coord 0) become key intervals per row, so key tiles no row sees are skipped; other "
         "masks run output 0 per block. Hidden pairs' outputs are −∞. Per key tile: m the "
-        "rows' running maximum, e = exp(x − m) in the accumulator (NumPy's SIMD exp, relative "
-        "error ρ ≤ 4u: measured 3.6u for float32 and 1.2u for float64 on x ≤ 0), Σ e, eᵀ·V. "
+        "rows' running maximum, e = exp(x − m) in the accumulator (the library's own Exp of "
+        "float32 or float64, within 1 ulp of the correctly rounded value, so relative error "
+        "ρ ≤ 2u ≤ 4u), Σ e, eᵀ·V. "
         "One key tile: o = (eᵀ·V)/Σ e, lse = m + ln Σ e (float64, rounded once). Several: "
         "L = L·exp(M − m) + Σ e and O = O·exp(M − m) + eᵀ·V in float64, then o = O/L and "
         "lse = M + ln L. ε: |lse − L| ≤ ε = (3b + ln tk + 8)·u + γ(tk), u the accumulator's "

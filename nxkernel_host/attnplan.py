@@ -6,6 +6,7 @@ values of one (lead index, key head), converted or gathered once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, final
@@ -183,10 +184,7 @@ def _plan(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array],
     loop = (*lead, hq, tq, tk)
     loads = [load(a, ld, loop) for a, ld in zip(operands[first:], spec.loads, strict=True)]
     prog = spec.prog
-    band = masks.band(prog)
-    if band is not None and not band.exact_for(tq, tk):
-        band = None
-    band_all = band.intervals(np.arange(tq, dtype=np.int64)) if band is not None else None
+    band, band_all = _band(prog, tq, tk)
     lse_target = views.target(dsts[1])
     assert lse_target is not None  # the accumulator is float32 or float64
     acc_dt = spec.acc
@@ -222,12 +220,43 @@ class _Rows:
     jhi: int
 
 
-def _rows(plan: _Plan, r0: int, r1: int, kmax: int) -> _Rows:
-    """The visibility of rows ``[r0, r1)`` over keys below ``kmax``."""
+@functools.lru_cache(maxsize=64)
+def _band(prog: Prog, tq: int, tk: int) -> tuple[masks.Band | None, masks.Intervals | None]:
+    """The mask's band where output 0 is one exact for ``tq`` rows and ``tk``
+    keys, and its intervals over every row (read-only): a function of the
+    program and the extents, found once for them."""
+    band = masks.band(prog)
+    if band is None or not band.exact_for(tq, tk):
+        return None, None
+    intervals = band.intervals(np.arange(tq, dtype=np.int64))
+    for lo, hi in intervals:
+        lo.flags.writeable = hi.flags.writeable = False
+    return band, intervals
+
+
+@functools.lru_cache(maxsize=256)
+def row_tile(prog: Prog, tq: int, tk: int, r0: int, r1: int, kmax: int, heads: int) -> _Rows:
+    """The visibility of rows ``[r0, r1)`` over keys below ``kmax`` (``_rows``),
+    repeated for ``heads`` heads stacked as rows: a function of the program
+    and these extents, found once for them (its arrays read-only)."""
+    rows = _rows(_band(prog, tq, tk)[1], r0, r1, kmax)
+    if heads > 1:
+        multi = None if rows.multi is None else [(np.tile(lo, heads), np.tile(hi, heads))
+                                                 for lo, hi in rows.multi]
+        rows = _Rows(np.tile(rows.lo, heads), np.tile(rows.hi, heads), rows.lo_max, rows.hi_min,
+                     multi, rows.general, rows.jlo, rows.jhi)
+    for x in (rows.lo, rows.hi, *(y for pair in rows.multi or [] for y in pair)):
+        x.flags.writeable = False
+    return rows
+
+
+def _rows(band_all: masks.Intervals | None, r0: int, r1: int, kmax: int) -> _Rows:
+    """The visibility of rows ``[r0, r1)`` over keys below ``kmax``, from the
+    band's intervals over every row (None: no band)."""
     n = r1 - r0
-    if plan.band_all is None:
+    if band_all is None:
         return _Rows(masks.per_row(n, 0), masks.per_row(n, kmax), 0, kmax, None, True, 0, kmax)
-    ivs = masks.merged([(lo[r0:r1], hi[r0:r1]) for lo, hi in plan.band_all], kmax)
+    ivs = masks.merged([(lo[r0:r1], hi[r0:r1]) for lo, hi in band_all], kmax)
     if not ivs:
         return _Rows(masks.per_row(n, 0), masks.per_row(n, 0), 0, 0, None, False, 0, 0)
     jlo = min(int(lo[lo < hi].min()) for lo, hi in ivs)

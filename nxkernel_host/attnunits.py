@@ -7,16 +7,15 @@ keys), no mask but one key interval per row and the score as output 1, dense
 keys and values and every operand already in the accumulator's dtype.
 Sentence encoders (many heads of a few dozen tokens) and decoding (the heads
 of a key head as one row tile) are such calls. Row tiles are taken in
-chunks whose tiles of outputs fit one tile of ``ROWS × KEYS``; per chunk:
+chunks whose tiles of outputs fit one tile of ``ROWS × KEYS``; per chunk
+two calls:
 
 1. one compiled call: per row tile, ``K·Qᵀ`` by ``lanedots`` (the kernel
    ``attention._key_products`` takes for the row tile alone, on the same
    values: ``scores_at`` for at most ``LANE_ROWS`` rows, else
    ``product_at`` over the rows' transpose), the rows' maxima and the
-   shifted outputs (``_maxima``, ``_shifted``);
-2. NumPy's SIMD exp over the whole chunk at once (elementwise, so each
-   value is what the exp of its own tile gives);
-3. one compiled call: per row tile, ``Σ e`` (``_sums``), ``eᵀ·V`` by
+   exponentials of the shifted outputs (``_maxima``, ``_shifted``);
+2. one compiled call: per row tile, ``Σ e`` (``_sums``), ``eᵀ·V`` by
    ``lanedots`` (``weighted_at`` or ``product_at``, as
    ``attention._weighted_values``), ``o`` and ``lse`` (``_finish``),
    written into the destinations.
@@ -38,16 +37,23 @@ from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from . import blas, lanedots
 from .attnplan import KEYS, LANE_ROWS, ROWS, _Plan, _Rows
 from .blas import _TRANS
+from .simdbase import wide_vectors
+from .simdfloat32 import expf_one
+from .simdfloat64 import exp64_one
 
 __all__ = ["CHUNK", "FIELDS", "Chunked", "chunked", "spread"]
 
 Arr = npt.NDArray[Any]
 
+#: Tiles of fewer rows than this take ``_shifted``'s Exp in a pass of its own
+#: over the flat tile (an Exp per row in the key loop would run on 4 lanes).
+_FLAT_ROWS: Final = 16
 #: Elements of one chunk's tiles of outputs: one tile of ``ROWS × KEYS``.
 CHUNK: Final = ROWS * KEYS
 #: Fields of a row tile: lead index (flat), first query head, heads, first
@@ -96,25 +102,70 @@ def _maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: i
                 m[i] = x if ((x > mi) | (x != x)) else mi
 
 
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _shifted(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
-             keyok: Arr, shift: Arr) -> None:  # pragma: no cover - compiled
+def _exp(x: Any) -> Any:
+    """e^x by the library's own Exp of x's dtype, in compiled code (its
+    implementation is the overload below; Python never runs this body)."""
+    raise NotImplementedError("attnunits._exp runs in compiled code only")  # pragma: no cover
+
+
+@overload(_exp)
+def _exp_of(x: Any) -> Any:
+    """float32: ``simdfloat32.expf_one``; float64: ``simdfloat64.exp64_one``
+    (each within 1 ulp of the correctly rounded value, Annex F's special
+    values exact)."""
+    if x == types.float32:
+        def single(x: Any) -> Any:  # pragma: no cover - compiled
+            return expf_one(x)
+        return single
+    if x == types.float64:
+        def double(x: Any) -> Any:  # pragma: no cover - compiled
+            return exp64_one(x)
+        return double
+    return None
+
+
+@njit(inline="always")
+def _shift_rows(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
+                keyok: Arr, shift: Arr, exp: bool) -> None:  # pragma: no cover - compiled
     """``st[j, i] = x − shift[i]`` (x as ``_maxima`` reads it, one rounding
-    each), −∞ − shift[i] at hidden pairs."""
+    each; −∞ − shift[i] at hidden pairs), and its Exp (``_exp``) where
+    ``exp``, a constant at each call, so that each caller's loops are
+    compiled for one of the two."""
     n, r = st.shape
     for j in range(n):
         key = k0 + j
         if keyok[j] == 0:
             for i in range(r):
-                st[j, i] = ninf - shift[i]
+                x = ninf - shift[i]
+                st[j, i] = _exp(x) if exp else x
         elif lo_max <= key and key < hi_min:
             for i in range(r):
-                st[j, i] = s * st[j, i] - shift[i]
+                x = s * st[j, i] - shift[i]
+                st[j, i] = _exp(x) if exp else x
         else:
             for i in range(r):
                 x = s * st[j, i]
-                x = ninf if ((lo[i] > key) | (key >= hi[i])) else x
-                st[j, i] = x - shift[i]
+                x = (ninf if ((lo[i] > key) | (key >= hi[i])) else x) - shift[i]
+                st[j, i] = _exp(x) if exp else x
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _shifted(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
+             keyok: Arr, shift: Arr) -> None:  # pragma: no cover - compiled
+    """``st[j, i] = exp(x − shift[i])``: x as ``_maxima`` reads it, x −
+    shift[i] rounded once, then the library's own Exp of the accumulator's
+    dtype (``_exp``); 0 at hidden pairs (e^(−∞ − shift[i]), a NaN where the
+    shift is a NaN). A tile (C-contiguous) of fewer rows than ``_FLAT_ROWS``
+    (decoding's) takes the Exp in a pass of its own over the flat tile, so
+    that it runs on whole vectors; the values are the same."""
+    wide_vectors()
+    if st.shape[1] >= _FLAT_ROWS:
+        _shift_rows(st, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, shift, True)
+        return
+    _shift_rows(st, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, shift, False)
+    flat = st.ravel()
+    for f in range(flat.shape[0]):
+        flat[f] = _exp(flat[f])
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
@@ -428,7 +479,6 @@ class Chunked:
             flags = redo[start:stop]
             _scores(self.q4, self.k4, plan.group, part, self.lo, self.hi, flat, m_all, keyok,
                     plan.scale, ninf, LANE_ROWS, qbuf, flags)
-            np.exp(flat[:used], out=flat[:used])  # NumPy's SIMD exp, the whole chunk at once
             _values(self.v4, self.o4, self.lse3, plan.group, part, flat, m_all, t_all, obuf, lbuf,
                     zero, LANE_ROWS, flags)
             start = stop

@@ -124,6 +124,49 @@ def prepare(spec: Map, dsts: tuple[tuple[Dtype, Layout], ...],
     return hook
 
 
+def prepare_direct(spec: Map, dsts: tuple[tuple[Dtype, Layout], ...],
+                   operands: tuple[tuple[Dtype, Layout], ...]) -> Hook:
+    """``map_`` prepared for one signature of the library's own entry, whose
+    destinations are the caller's (views, or operands themselves): its loop
+    and program made once, and a destination tested for being a Plain
+    operand (``identical``) only where their dtypes and layouts agree, by its
+    memory and byte offset. A call where none is, of byte-wide Plain operands
+    into contiguous destinations in one box, is ``prepare``'s small call,
+    each destination viewed where it lies (the door let no other array share
+    its bytes); any other call is ``map_``'s."""
+    loop = _loop(spec, tuple([lay.shape for _, lay in operands]))
+    ev = program.compile(spec.prog)
+    pairs = [(k, i) for k, (dt, lay) in enumerate(dsts)
+             for i, ((o_dt, o_lay), ld) in enumerate(zip(operands, spec.loads, strict=True))
+             if isinstance(ld, Plain) and o_dt is dt and o_lay == lay]
+
+    def hook(sp: Map, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        _compute(sp, ds, ops, ev, loop, any(ds[k].identical(ops[i]) for k, i in pairs))
+
+    n = math.prod(loop)
+    if not (0 < n <= ev.box and all(isinstance(ld, Plain) for ld in spec.loads)
+            and not any(dt.is_sub_byte for dt, _ in (*dsts, *operands))
+            and all(lay.is_contiguous() for _, lay in dsts)):
+        return hook
+    reads = [views.reader(dt, lay) for dt, lay in operands]
+    # A contiguous destination's reader views its bytes where they lie, writable.
+    writes = [views.reader(dt, lay) for dt, lay in dsts]
+    small = (_single(ev.single, reads, writes[0]) if ev.single is not None else
+             lambda sp, ds, ops: program.box_into(
+                 ev, [r(a) for r, a in zip(reads, ops, strict=True)], loop,
+                 [w(d) for w, d in zip(writes, ds, strict=True)]))
+
+    def either(sp: Map, ds: Sequence[Array], ops: Sequence[Array]) -> None:
+        for k, i in pairs:
+            d, o = ds[k].buffer, ops[i].buffer
+            if d.memory is o.memory and d.offset == o.offset:
+                hook(sp, ds, ops)
+                return
+        small(sp, ds, ops)
+
+    return either
+
+
 #: The kinds ``bytekernels.binary`` computes, by its operation.
 _BYTE_OPS: Final[dict[object, int]] = {Binary.ADD: B.ADD, Binary.SUB: B.SUB, Binary.MUL: B.MUL}
 
@@ -251,5 +294,6 @@ FAMILY: Final = Family(
     prose={"map": PROSE},
     algorithms=ALGORITHMS,
     prepared={"map": prepare},
+    direct={"map": prepare_direct},
     ulps=program.ULPS,
 )

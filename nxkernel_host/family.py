@@ -42,10 +42,15 @@ class Family:
     open_choices: Mapping[str, str] = field(default_factory=dict)
     #: The kernels the caller's warm path may call prepared (see ``Prepare``).
     prepared: Mapping[str, Prepare] = field(default_factory=dict)
+    #: The kernels prepared for any call of a signature, destinations not
+    #: fresh (they may be operands, or views): the library's own entry
+    #: computes each signature's calls by the hook these give.
+    direct: Mapping[str, Prepare] = field(default_factory=dict)
     #: The ulps of the inexact kinds (``Statement.ulps``), stated by the family
     #: whose kernels compute programs' kinds.
     ulps: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not set(self.prepared) <= set(self.prose):
-            raise ValueError(f"Family: prepared kernels {sorted(self.prepared)} are not all kernels")
+        for part in (self.prepared, self.direct):
+            if not set(part) <= set(self.prose):
+                raise ValueError(f"Family: prepared kernels {sorted(part)} are not all kernels")

@@ -14,9 +14,10 @@ entry point returns, with one statement for the whole library.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
+from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 from nxkernel_core.layout import Layout
 from nxkernel_core.library import Library
@@ -68,6 +69,7 @@ class HostLibrary(Library):
     open_choices: ClassVar[Mapping[str, str]] = _merged("open_choices")
     ulps: ClassVar[Mapping[str, Mapping[str, int]]] = _merged("ulps")
     _prepared: ClassVar[Mapping[str, Prepare]] = _merged("prepared")
+    _direct: ClassVar[Mapping[str, Prepare]] = _merged("direct")
 
     # The hooks: each computes a call that fits, the door passed.
     _map = staticmethod(elementwise.map_)
@@ -98,13 +100,27 @@ class HostLibrary(Library):
         """e(K) of the host's contractions (``contraction.error_factor``)."""
         return contraction.error_factor(k, dt)
 
+    def _hook_for(self, kernel: str, spec: Any, dsts: Sequence[Array],
+                  operands: Sequence[Array]) -> Hook | None:
+        """The hook for every call of this signature through the library's own
+        entry: the family's ``direct`` form where it has one, else the
+        kernel's hook."""
+        prep = self._direct.get(kernel)
+        if prep is None:
+            return self._hook(kernel)
+        return prep(spec, tuple([(a.dtype, a.layout) for a in dsts]),
+                    tuple([(a.dtype, a.layout) for a in operands]))
+
     def prepare(self, spec: Any, dsts: tuple[tuple[Dtype, Layout], ...],
                 operands: tuple[tuple[Dtype, Layout], ...], device: Rig) -> Hook | None:
         """The caller's hook for calls of this signature that fit (the spec, the
         fresh destinations' and the operands' dtypes and layouts, on
         ``device``): a hook that computes such a call, the door passed; None
         where the kernel has no prepared form. The caller's plan has checked
-        the fit, and the host declines no case of a prepared kernel."""
+        the shape and refusal rules (the whole fit of a map, reduce or scan;
+        a move's prepared form checks its dtype rule itself, and has none for
+        a signature that does not fit), and the host declines no case of a
+        prepared kernel."""
         prep = self._prepared.get(spec.kernel)
         return None if prep is None else prep(spec, dsts, operands)
 

@@ -237,16 +237,24 @@ class _Loop:
         self._by_signature: dict[tuple[Any, ...], Callable[..., None]] = {}
 
     def __call__(self, *args: Any) -> None:
-        # Numba's types are slow to build: look up by what decides them.
-        layout: Literal["A", "C"] = "C" if self._contiguous and all(
-            a.flags.c_contiguous for a in args if isinstance(a, np.ndarray)) else "A"
-        key = (layout, *((a.dtype, a.ndim, a.flags.writeable) if isinstance(a, np.ndarray)
-                         else type(a) for a in args))
-        loop = self._by_signature.get(key)
+        # Numba's types are slow to build: look up by what decides them, in
+        # one pass over the arguments (a small move's call pays it each time).
+        contiguous = self._contiguous
+        key: list[object] = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                flags = a.flags
+                key.append((a.dtype, a.ndim, flags.writeable))
+                contiguous = contiguous and flags.c_contiguous
+            else:
+                key.append(type(a))
+        layout: Literal["A", "C"] = "C" if contiguous else "A"
+        key.append(layout)
+        loop = self._by_signature.get(tuple(key))
         if loop is None:
             signature = nb.types.void(*(_numba_type(a, layout) for a in args))
             loop = nb.njit(signature, cache=True, nogil=True)(self._f)
-            self._by_signature[key] = loop
+            self._by_signature[tuple(key)] = loop
         loop(*args)
 
 

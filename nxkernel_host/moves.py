@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 from .family import Family
+from .moveplans import DIRECT, PREPARED
 from .sorts import RADIX_MIN, TOP_K_FRACTION
 
 __all__ = ["FAMILY"]
@@ -51,4 +52,6 @@ FAMILY: Final = Family(
                 f"the k alone.",
         "numbering": "binary search of each element's order keys among its row's keys.",
     },
+    prepared=PREPARED,
+    direct=DIRECT,
 )

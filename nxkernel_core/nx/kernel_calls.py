@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar
 
 from .. import dtype as D
 from .. import spec as S
@@ -47,18 +48,42 @@ def fold(x: Array, shape: Sequence[int], pad: S.Pad) -> Array:
     return call(S.Fold(tuple(shape), pad), x)[0]
 
 
+_Spec = TypeVar("_Spec")
+
+
+def _made_once(cls: Callable[..., _Spec]) -> Callable[..., _Spec]:
+    """``cls``'s constructor, its specs made once per attributes (``typed``: 1
+    and True are not one axis), so that a warm call finds its plan by the
+    spec's identity (``caller``'s identity key) and makes no spec; an
+    unhashable attribute is made afresh, for the spec's own check to refuse."""
+    made = functools.lru_cache(maxsize=64, typed=True)(cls)
+
+    def spec(*args: Any) -> _Spec:
+        try:
+            return made(*args)
+        except TypeError:
+            return cls(*args)
+
+    return spec
+
+
+_gather_spec: Final = _made_once(S.Gather)
+_range_gather_spec: Final = _made_once(S.RangeGather)
+_scatter_spec: Final = _made_once(S.Scatter)
+
+
 def gather(x: Array, index: Array, axis: int) -> Array:
     """x's elements at the positions ``index`` holds along ``axis`` (index has x's
     rank, x's extents but along axis); outside [0, d) reads zero bits."""
     axis_values("nx.gather", axis)
     if isinstance(index, Array) and not index.dtype.is_int:
         raise InvalidArgument(f"nx.gather: indices must be integers, not {describe([index])}")
-    return call(S.Gather(axis), index, x)[0]
+    return call(_gather_spec(axis), index, x)[0]
 
 
 def range_gather(x: Array, starts: Array, axis: int, run: int) -> Array:
     """Runs of ``run`` elements of x along ``axis`` from each of ``starts``."""
-    return call(S.RangeGather(axis, run), starts, x)[0]
+    return call(_range_gather_spec(axis, run), starts, x)[0]
 
 
 def scatter(into: Array, index: Array, updates: Array, axis: int, combine: str = "set",
@@ -69,7 +94,7 @@ def scatter(into: Array, index: Array, updates: Array, axis: int, combine: str =
         how = S.Combine[combine.upper()]
     except KeyError:
         raise InvalidArgument(f"nx.scatter: combine {combine!r} is not set, add, max or min") from None
-    return call(S.Scatter(axis, how, unique), into, index, updates)[0]
+    return call(_scatter_spec(axis, how, unique), into, index, updates)[0]
 
 
 def numbering(keys: Array, x: Array, side: str = "left") -> Array:

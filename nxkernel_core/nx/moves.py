@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 import numpy as np
@@ -11,7 +12,7 @@ from .. import spec as S
 from ..answer import InvalidArgument, describe
 from ..array import Array, asarray
 from ..caller import call
-from ..layout import Broadcast
+from ..layout import Broadcast, Layout, Reshape
 from .arguments import as_arrays, flattened, reduced_axes
 from .elementwise import cast
 from .kernel_calls import gather, numbering
@@ -51,11 +52,29 @@ def take(x: object, index: object, axis: int = 0) -> Array:
     (ax,) = reduced_axes("nx.take", a, axis)
     idx = int64_operand("nx.take", index, a)
     flat = flattened("nx.take", idx) if idx.rank != 1 else idx
-    n = flat.shape[0]
-    lifted = flat.reshape([n if i == ax else 1 for i in range(a.rank)])
-    full = lifted.view(Broadcast(tuple(n if i == ax else d for i, d in enumerate(a.shape))))
-    out = gather(a, full, ax)
-    return out.reshape([*a.shape[:ax], *idx.shape, *a.shape[ax + 1 :]])
+    full, result = _take_layouts(flat.layout, a.shape, ax, idx.shape)
+    out = gather(a, Array(flat.dtype, full, flat.buffer), ax)
+    return Array(out.dtype, result, out.buffer)
+
+
+@functools.lru_cache(maxsize=256)
+def _take_layouts(index: Layout, shape: tuple[int, ...], ax: int,
+                  index_shape: tuple[int, ...]) -> tuple[Layout, Layout]:
+    """What ``take`` makes of a rank-1 ``index`` layout for x of ``shape``,
+    once per layouts and shapes (the same Layout objects again, which the
+    caller's plan finds by identity): the index lifted to x's rank along
+    ``ax`` and broadcast over x's other axes, and the layout of gather's
+    fresh, C-contiguous result reshaped as NumPy's take shapes it."""
+    n = index.shape[0]
+    lifted = index.move(Reshape(tuple([n if i == ax else 1 for i in range(len(shape))])))
+    assert lifted is not None  # inserting axes of extent 1 needs no copy
+    full = lifted.move(Broadcast(tuple([n if i == ax else d for i, d in enumerate(shape)])))
+    assert full is not None  # the extents along ax agree, the others are 1
+    # Gather's result has full's shape, C-contiguous (``call`` makes it so).
+    result = Layout.c_contiguous(full.shape).move(
+        Reshape((*shape[:ax], *index_shape, *shape[ax + 1:])))
+    assert result is not None  # a C-contiguous layout takes any shape of its size
+    return full, result
 
 
 def sort(x: object, axis: int = -1, descending: bool = False) -> tuple[Array, Array]:
