@@ -72,10 +72,19 @@ def sum_rows(wide: bool, x: Arr, first: int, rows: int, n: int,
              out: Arr) -> None:  # pragma: no cover - compiled
     """``lanes.sum_blocks`` of ``rows`` rows of ``n`` (at most one block)
     elements of ``x``'s bytes from ``first``, into ``out``'s bytes (exactly
-    ``rows`` elements): float64 where ``wide``, else float32."""
+    ``rows`` elements): float64 where ``wide``, else float32; a NaN sum the
+    positive quiet NaN, as ``reduce`` stores it (``rowterms.canonical_nans``)."""
     if wide:
+        sums = out.view(np.float64)
         sum_blocks(x[first:first + 8 * rows * n].view(np.float64).reshape((rows, n)),
-                   out.view(np.float64).reshape((rows, 1)))
+                   sums.reshape((rows, 1)))
+        for r in range(rows):
+            if sums[r] != sums[r]:
+                sums[r] = np.nan
     else:
+        sums32 = out.view(np.float32)
         sum_blocks(x[first:first + 4 * rows * n].view(np.float32).reshape((rows, n)),
-                   out.view(np.float32).reshape((rows, 1)))
+                   sums32.reshape((rows, 1)))
+        for r in range(rows):
+            if sums32[r] != sums32[r]:
+                sums32[r] = np.float32(np.nan)

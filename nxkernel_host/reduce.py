@@ -25,7 +25,17 @@ from . import bytekernels as B
 from . import lanes as L
 from . import pool, smallrows, views
 from .family import Hook
-from .rowterms import _copied_input, _float_terms, _loop, _Outputs, _round, _round_complex, _Terms, _wrap
+from .rowterms import (
+    _copied_input,
+    _float_terms,
+    _loop,
+    _Outputs,
+    _round,
+    _round_complex,
+    _Terms,
+    _wrap,
+    canonical_nans,
+)
 
 __all__ = ["CHUNK", "lane_sum", "prepare_reduce", "reduce"]
 
@@ -331,7 +341,21 @@ def _moments(rows: Arr, term: Dtype) -> tuple[Arr, Arr]:
 
 def _reduce_rows(red: S.Reduction, term: Dtype, dt: Dtype, terms: _Terms) -> list[Arr]:
     """The results of ``red`` over each result's terms of ``term``, in the host
-    elements of the destinations (``dt``, and int64 for Arg's positions)."""
+    elements of the destinations (``dt``, and int64 for Arg's positions); a
+    float or complex Sum's, Prod's, Logsumexp's or Moments' NaN (each NaN
+    part) the positive quiet NaN (``canonical_nans``): which NaN an addition
+    keeps is the compiled code's choice, which may differ between two
+    compilations of one loop."""
+    results = _results(red, term, dt, terms)
+    if isinstance(red, (S.Logsumexp, S.Moments)) or (
+            red in (S.Monoid.SUM, S.Monoid.PROD) and (term.is_float or term.is_complex)):
+        for v in results:
+            canonical_nans(v)
+    return results
+
+
+def _results(red: S.Reduction, term: Dtype, dt: Dtype, terms: _Terms) -> list[Arr]:
+    """``_reduce_rows``' results as the reductions compute them."""
     carrier = D.carrier(term).numpy_dtype
     if red is S.Monoid.SUM or red is S.Monoid.PROD:
         add = red is S.Monoid.SUM

@@ -25,7 +25,9 @@ _REDUCE_PROSE: Final = (
     "Monoid Sum and Prod (integers wrap in their carrier, float Sum and Prod in lane order), "
     "Max and Min (booleans any and all), Arg (the first position with the extreme's bits, "
     "the first NaN), Logsumexp and Moments (see algorithms); a NaN Max, Min or Arg result is "
-    "the first NaN term's bits. It declines nothing.")
+    "the first NaN term's bits; a NaN float or complex Sum, Prod, Logsumexp or Moments "
+    "result (each NaN part of a complex one) is the positive quiet NaN, whatever NaNs it met. "
+    "It declines nothing.")
 
 _SCAN_PROSE: Final = (
     "every scan at every dtype its reduction accepts, forward and reverse, with or without a "

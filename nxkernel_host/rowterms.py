@@ -28,7 +28,7 @@ from nxkernel_core.prog import Convert, In, Op1, Prog
 from . import program
 from .loads import load
 
-__all__: list[str] = []
+__all__ = ["canonical_nans"]
 
 Arr = npt.NDArray[Any]
 
@@ -147,6 +147,25 @@ def _round_complex(dt: Dtype, re: Arr, im: Arr) -> Arr:
     out.real = _round(part, re)
     out.imag = _round(part, im)
     return out
+
+
+def canonical_nans(v: Arr) -> None:
+    """Set every NaN (each NaN part of a complex number) of float results ``v``
+    to the positive quiet NaN, in place. A NaN result's bits are otherwise the
+    hardware's choice among the NaNs it meets, which differs between a scan and
+    the scan of its prefix (the contract's prefix law is bit for bit) and
+    between two compilations of one loop (LLVM may swap an addition's
+    operands, and x86 keeps the first operand's NaN)."""
+    parts = v.view(v.real.dtype) if np.iscomplexobj(v) else v
+    if parts.dtype.kind != "f" and parts.dtype.kind != "V":
+        return
+    # A minimum is NaN where any element is: one read, no mask, for the
+    # common case without NaNs.
+    if parts.dtype.kind == "f" and (parts.size == 0 or not np.isnan(np.min(parts))):
+        return
+    nan = np.isnan(parts)
+    if nan.any():
+        parts[nan] = np.nan
 
 
 def _wrap(dt: Dtype, v: Arr) -> Arr:

@@ -24,7 +24,16 @@ from . import smallrows, views
 from .family import Hook
 from .moments import moments_scan
 from .reduce import _keys
-from .rowterms import _copied_input, _float_terms, _loop, _Outputs, _round, _round_complex, _wrap
+from .rowterms import (
+    _copied_input,
+    _float_terms,
+    _loop,
+    _Outputs,
+    _round,
+    _round_complex,
+    _wrap,
+    canonical_nans,
+)
 
 __all__ = ["SMALL_SCAN", "prepare_scan", "scan"]
 
@@ -97,23 +106,6 @@ def _network_scan(red: S.Reduction, term: Dtype) -> bool:
     if isinstance(red, (S.Logsumexp, S.Moments)):
         return True
     return red in (S.Monoid.SUM, S.Monoid.PROD) and (term.is_float or term.is_complex)
-
-
-def _canonical_nans(v: Arr) -> None:
-    """Set every NaN (each NaN part of a complex number) of float results ``v``
-    to the positive quiet NaN, in place. A NaN result's bits are otherwise the
-    hardware's choice among the NaNs it meets, which differs between a scan and
-    the scan of its prefix; the contract's prefix law is bit for bit."""
-    parts = v.view(v.real.dtype) if np.iscomplexobj(v) else v
-    if parts.dtype.kind != "f" and parts.dtype.kind != "V":
-        return
-    # A minimum is NaN where any element is: one read, no mask, for the
-    # common case without NaNs.
-    if parts.dtype.kind == "f" and (parts.size == 0 or not np.isnan(np.min(parts))):
-        return
-    nan = np.isnan(parts)
-    if nan.any():
-        parts[nan] = np.nan
 
 
 def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr | None,
@@ -312,7 +304,7 @@ def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> None
         for v in results:
             # The network wrote ``direct`` with its NaNs canonical already.
             if v is not direct:
-                _canonical_nans(v)
+                canonical_nans(v)
     for dst, v in zip(dsts, results, strict=True):
         if direct is not None and v is direct:
             continue

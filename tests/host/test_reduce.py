@@ -136,6 +136,41 @@ def test_sum_of_negative_zeros_is_positive_zero_and_empty_reductions() -> None:
     assert bits(cp) == bits(np.ones(2, np.complex64))
 
 
+@pytest.mark.parametrize("dt", [D.float32, D.float64, D.float16, D.bfloat16, D.complex64])
+def test_a_nan_sum_prod_logsumexp_or_moments_is_the_positive_quiet_nan(dt: D.Dtype) -> None:
+    """Whatever NaNs the additions meet (both signs, payloads), each NaN result
+    (each NaN part) of a float or complex Sum, Prod, Logsumexp or Moments is
+    the positive quiet NaN; a Max's NaN stays the first NaN term's bits."""
+    nan = np.float32(np.nan)
+    rows = [[-nan, nan, 1, 2, 3], [1.0, nan, 2.0, -nan, 0], [nan, -nan, 1, 2, 0], [-nan, 4, 5, 6, 7]]
+    x = np.array(rows, np.float32)
+    if dt is D.complex64:
+        x = (x + 1j * x[:, ::-1]).astype(np.complex64)
+    a = Array.from_numpy(x.astype(dt.numpy_dtype))
+    reductions: list[tuple[Any, int, D.Dtype]] = [(SUM, 0, dt), (PROD, 0, dt)]
+    if dt.is_float:
+        reductions += [(S.Logsumexp(), 0, dt), (S.Moments(), 0, dt)]
+    want = np.array(np.nan, dt.numpy_dtype if dt.is_float else np.float32)
+    for v in reduce(a, (1,), reductions):
+        parts = v.view(np.float32) if dt is D.complex64 else v
+        assert all(bits(p) == bits(want) for p in parts.ravel())
+    (top,) = reduce(a, (1,), [(MAX, 0, dt)]) if dt.is_float else (None,)
+    if top is not None:
+        assert bits(top[0]) == bits(x.astype(dt.numpy_dtype)[0, 0])  # −NaN, the first NaN term
+
+
+def test_the_warm_sum_stores_the_positive_quiet_nan() -> None:
+    """``nx.sum``'s prepared small sum (one compiled call over the bytes)
+    stores a NaN as ``reduce`` does."""
+    from nxkernel_core import nx
+    nan = np.float32(np.nan)
+    for dt in (np.float32, np.float64):
+        x = nx.asarray(np.array([-nan, nan, 1, 2, 3], dt))
+        for _ in range(3):  # cold, then the caller's warm path
+            got = nx.sum(x).to_numpy()
+            assert bits(got) == bits(np.array(np.nan, dt))
+
+
 @pytest.mark.parametrize("dt", [D.int8, D.uint8, D.int16, D.int32, D.uint32, D.int64, D.uint64,
                                 D.int4, D.uint4])
 def test_integers_wrap(dt: D.Dtype) -> None:
