@@ -362,9 +362,11 @@ class Chunked:
         self.lo = self.hi = np.zeros(0, np.int64)
 
     def _q_operand(self, heads: int, r0: int, r1: int) -> tuple[int, int]:
-        """Q's transposition flag and leading dimension as ``blas.gemm`` takes
-        ``qt.T`` for row tiles of these heads and rows (``attention._unit``'s
-        view of q), flag 0 where that view is a copy."""
+        """How the row tiles of these heads and rows read q's rows in place
+        (``attention._unit``'s view ``qt``), in BLAS's terms for ``qt.T``:
+        ``_TRANS`` and the leading dimension where each row has unit stride and
+        the rows lie ``ld`` apart (what the lane kernels read), flag 0 where
+        the view is a copy (the row tile then takes the per-tile path)."""
         key = (heads, r0, r1)
         if key not in self._qt:
             plan = self.plan
@@ -524,7 +526,7 @@ def chunked(plan: _Plan) -> Chunked | None:
         return None
     size = acc.itemsize
     dv = o4.shape[3]
-    # blas.gemm's demands on o (one head's rows written in place).
+    # The kernels' demands on o (one head's rows written in place).
     if o4.strides[3] != size or o4.strides[2] % size or o4.strides[2] < dv * size:
         return None
     return Chunked(plan, q4, k4, v4, o4, lse3)
