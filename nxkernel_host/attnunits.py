@@ -103,9 +103,10 @@ def _maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: i
 
 
 def _exp(x: Any) -> Any:
-    """e^x by the library's own Exp of x's dtype, in compiled code (its
-    implementation is the overload below; Python never runs this body)."""
-    raise NotImplementedError("attnunits._exp runs in compiled code only")  # pragma: no cover
+    """e^x by the library's own Exp of x's dtype: ``simdfloat32.expf_one`` for
+    a float32, ``simdfloat64.exp64_one`` else (in compiled code the overload
+    below chooses by the type)."""
+    return expf_one(x) if isinstance(x, np.float32) else exp64_one(x)
 
 
 @overload(_exp)

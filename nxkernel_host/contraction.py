@@ -427,7 +427,8 @@ def prepare(spec: S.Contract, dsts: tuple[tuple[Dtype, Layout], ...],
                 (bm.address or address(bm)) + b.offset + fb,
                 (dm.address or address(dm)) + d.offset + fd)
 
-    if len(tiling.tiles(m, n, k)) == 1 and tiling.by_lanes(m, n, k):
+    single = len(tiling.tiles(m, n, k)) == 1
+    if single and tiling.by_lanes(m, n, k):
         like = dtype.type(0)
         own = lanedots.product_at
 
@@ -436,7 +437,7 @@ def prepare(spec: S.Contract, dsts: tuple[tuple[Dtype, Layout], ...],
             own(1, m, n, k, a, 0, k, 1, b, 0, n, d, 0, n, like)
 
         return lanes
-    if len(tiling.tiles(m, n, k)) == 1:
+    if single:
         product = blas.gemm_one(dtype, m, n, k)
 
         def gemm(sp: S.Contract, ds: Sequence[Array], ops: Sequence[Array]) -> None:

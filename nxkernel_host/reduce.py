@@ -35,6 +35,7 @@ from .rowterms import (
     _Terms,
     _wrap,
     canonical_nans,
+    nans_made_canonical,
 )
 
 __all__ = ["CHUNK", "lane_sum", "prepare_reduce", "reduce"]
@@ -347,8 +348,7 @@ def _reduce_rows(red: S.Reduction, term: Dtype, dt: Dtype, terms: _Terms) -> lis
     keeps is the compiled code's choice, which may differ between two
     compilations of one loop."""
     results = _results(red, term, dt, terms)
-    if isinstance(red, (S.Logsumexp, S.Moments)) or (
-            red in (S.Monoid.SUM, S.Monoid.PROD) and (term.is_float or term.is_complex)):
+    if nans_made_canonical(red, term):
         for v in results:
             canonical_nans(v)
     return results

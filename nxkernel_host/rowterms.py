@@ -28,7 +28,7 @@ from nxkernel_core.prog import Convert, In, Op1, Prog
 from . import program
 from .loads import load
 
-__all__ = ["canonical_nans"]
+__all__ = ["canonical_nans", "nans_made_canonical"]
 
 Arr = npt.NDArray[Any]
 
@@ -147,6 +147,16 @@ def _round_complex(dt: Dtype, re: Arr, im: Arr) -> Arr:
     out.real = _round(part, re)
     out.imag = _round(part, im)
     return out
+
+
+def nans_made_canonical(red: S.Reduction, term: Dtype) -> bool:
+    """Whether ``red``'s results over terms of ``term`` are stored with
+    canonical NaNs (``canonical_nans``): float and complex Sum and Prod,
+    Logsumexp and Moments, whose NaN results are the additions' and
+    multiplications' choice among the NaNs they meet."""
+    if isinstance(red, (S.Logsumexp, S.Moments)):
+        return True
+    return red in (S.Monoid.SUM, S.Monoid.PROD) and (term.is_float or term.is_complex)
 
 
 def canonical_nans(v: Arr) -> None:

@@ -33,6 +33,7 @@ from .rowterms import (
     _round_complex,
     _wrap,
     canonical_nans,
+    nans_made_canonical,
 )
 
 __all__ = ["SMALL_SCAN", "prepare_scan", "scan"]
@@ -97,15 +98,6 @@ def _network(kind: int, states: Arr) -> Arr:
     out = np.empty_like(states)
     N.network_scan(kind, np.ascontiguousarray(states), out)
     return out
-
-
-def _network_scan(red: S.Reduction, term: Dtype) -> bool:
-    """Whether the scan combines states by the odd/even network (float and
-    complex Sum and Prod, Logsumexp, Moments), so that which NaN operand an
-    addition meets first depends on the extent scanned."""
-    if isinstance(red, (S.Logsumexp, S.Moments)):
-        return True
-    return red in (S.Monoid.SUM, S.Monoid.PROD) and (term.is_float or term.is_complex)
 
 
 def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr | None,
@@ -300,7 +292,7 @@ def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> None
     direct = (first.reshape(rows.shape) if first is not None and not spec.reverse
               and spec.axis == len(loop) - 1 else None)
     results = _scan_rows(spec.reduction, term, spec.dtype, rows, carry, direct)
-    if _network_scan(spec.reduction, term):
+    if nans_made_canonical(spec.reduction, term):
         for v in results:
             # The network wrote ``direct`` with its NaNs canonical already.
             if v is not direct:
