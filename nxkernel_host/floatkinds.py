@@ -185,19 +185,32 @@ def _binary_float(kind: Binary, dt: Dtype) -> Impl:
             return where(out, (_bits(r) == _bits(wx)) | np.isnan(wx), x, y)
 
         return narrow
-    # NumPy's pow gives C99 Annex F's pow(x, ±0) = pow(1, y) = 1 for a NaN
-    # operand too, as upstream §3 states; every other NaN operand makes a NaN.
     uf = np.power if kind is Binary.POW else np.arctan2
 
     def f(out: Arr | None, x: Arr, y: Arr) -> Arr:
         if dt is D.float64:
-            return np.asarray(uf(_contig(x), _contig(y), out=out))
-        if dt is D.float32 and out is not None:
-            return np.asarray(uf(_contig(x), _contig(y), out=out, dtype=np.float64))
-        return _store(dt, uf(np.ascontiguousarray(x, dtype=np.float64),
-                             np.ascontiguousarray(y, dtype=np.float64)), out)
+            r = np.asarray(uf(_contig(x), _contig(y), out=out))
+        elif dt is D.float32 and out is not None:
+            r = np.asarray(uf(_contig(x), _contig(y), out=out, dtype=np.float64))
+        else:
+            return _store(dt, _annex_f_ones(kind, uf(np.ascontiguousarray(x, dtype=np.float64),
+                                                     np.ascontiguousarray(y, dtype=np.float64)),
+                                             x, y), out)
+        return _annex_f_ones(kind, r, x, y)
 
     return f
+
+
+def _annex_f_ones(kind: Binary, r: Arr, x: Arr, y: Arr) -> Arr:
+    """``r`` (Pow's or Atan2's results, written in place) with C99 Annex F's
+    pow(x, ±0) = pow(1, y) = 1 where ``kind`` is Pow, a NaN operand included,
+    as upstream §3 states. NumPy's pow keeps that rule for a quiet NaN but not
+    everywhere for a signalling one: where it has no SIMD loop of its own for
+    the CPU (AVX2 machines) it calls the C library's, which makes
+    pow(sNaN, 0) and pow(1, sNaN) a NaN."""
+    if kind is Binary.POW:
+        np.copyto(r, 1, where=(np.asarray(x) == 1) | (np.asarray(y) == 0))
+    return r
 
 
 def fma_float(dt: Dtype) -> Impl:

@@ -315,6 +315,38 @@ def test_exact_points_of_transcendentals() -> None:
     assert p[0] == 1 and p[1] == 1 and p[2] == 0.5 and np.isnan(p[3])
 
 
+@pytest.mark.parametrize("dt", [D.float64, D.float32, D.float16, D.bfloat16],
+                         ids=lambda d: d.name)
+def test_pow_keeps_annex_f_ones_for_signalling_nans(dt: D.Dtype) -> None:
+    """pow(x, ±0) = pow(1, y) = 1 for a signalling NaN operand too (the C
+    library's pow makes those a NaN, and NumPy calls it on CPUs without a
+    SIMD loop of its own), in a Pow alone and inside a program; any other
+    NaN operand makes a NaN."""
+    width = {8: np.uint64, 4: np.uint32, 2: np.uint16}[dt.itemsize]
+    mantissa = {D.float64: 52, D.float32: 23, D.float16: 10, D.bfloat16: 7}[dt]
+    exponent = (1 << (8 * dt.itemsize - 1)) - (1 << mantissa)
+    snan = np.array([exponent | (1 << (mantissa - 2)), exponent | 1], width)
+    one, zero = np.array(_float_bits(dt, 1.0), width), np.array(0, width)
+    xs = np.array([snan[0], snan[1], one, one, snan[0] | (1 << (8 * dt.itemsize - 1)),
+                   snan[0], one], width)
+    ys = np.array([zero, zero | (1 << (8 * dt.itemsize - 1)), snan[0], snan[1], zero, one, one],
+                  width)
+    x, y = (v.view(dt.numpy_dtype) for v in (xs, ys))
+    b = Prog.build([dt, dt])
+    p, q = b.ins
+    in_program = b.finish(b.pow(p, q) + b.pow(p, q))
+    for prog, scale in ((Prog.binary(Binary.POW, dt), 1.0), (in_program, 2.0)):
+        got = run_map(prog, [x, y])[0].astype(np.float64)
+        assert got[:5].tolist() == [scale] * 5, (prog, got)
+        assert np.isnan(got[5]) and got[6] == scale
+
+
+def _float_bits(dt: D.Dtype, v: float) -> int:
+    """The bits of ``v`` in the float dtype ``dt``."""
+    return int(np.asarray(D.of_float(dt, np.array([v])))[0].view(
+        {8: np.uint64, 4: np.uint32, 2: np.uint16}[dt.itemsize]))
+
+
 # ---- programs ----------------------------------------------------------------------
 
 
