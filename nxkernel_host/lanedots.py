@@ -20,8 +20,8 @@ whatever the vector width the CPU has; ``llvm.fma`` is always fused):
 * ``weighted``: ``out[i, c] = Σ_j e[j, i]·v[j, c]``, per element a chain of
   fused multiply-adds over j in order from +0, a few rows at a time.
 * ``product``: ``c = a @ b``, per element a chain of fused multiply-adds over
-  k in order from −0, in register blocks of up to 24 vectors of
-  accumulators (the contraction's small tiles, attention's tiles).
+  k in order from −0, in register blocks of accumulators sized for the
+  CPU's vector registers (the contraction's small tiles, attention's tiles).
 
 Each is within ``γ(n)·Σ|xᵢyᵢ|`` of the exact sum of n products (any order
 of additions of n terms, each product or multiply-add rounded once); which
@@ -40,9 +40,11 @@ from typing import Any, Final, cast
 
 import numpy as np
 import numpy.typing as npt
+from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils as numba_cgutils
+from numba.core import config
 from numba.extending import intrinsic
 
 __all__ = ["LANE_BYTES", "product", "product_at", "scores", "scores_at", "unit_rows", "weighted",
@@ -52,10 +54,41 @@ Arr = npt.NDArray[Any]
 
 #: The bytes of a lane vector: 16 float32 or 8 float64.
 LANE_BYTES: Final = 64
+
+
+def _targets_avx512() -> bool:
+    """Whether Numba compiles for a CPU with AVX-512 (its ``NUMBA_CPU_FEATURES``
+    where set, else the host's): 32 vector registers of 64 bytes, against
+    AVX2's 16 of 32."""
+    features: str | None = getattr(config, "CPU_FEATURES", None)
+    if features is not None:
+        return "+avx512f" in features.split(",")
+    return bool(llvm.get_host_cpu_features().get("avx512f", False))
+
+
+#: The register file the blocks below are sized for: accumulators that
+#: outgrow it spill to memory on every step (AVX2 ran the AVX-512 blocks at
+#: a third of OpenBLAS's speed). The sizes change no bit: each element's
+#: chain is the same whichever block or vector holds it.
+_AVX512: Final = _targets_avx512()
+#: The bytes of the vectors ``weighted`` and ``product`` compute in: one register.
+_VECTOR_BYTES: Final = 64 if _AVX512 else 32
 #: Query rows of one block: ``scores`` makes W results (16 float32) from
-#: at most 4 rows at once; ``weighted`` holds 4 rows × 4 vectors of sums.
+#: at most 4 rows at once; ``weighted`` holds 4 rows × ``_WEIGHTED_VECTORS``
+#: registers of sums (16 of 32 on AVX-512, 8 of 16 on AVX2: 64 float32
+#: columns in 4 whole blocks, where 12 took 3 blocks, the last one partial,
+#: and ran a third slower).
 _BLOCK_ROWS: Final = 4
-_BLOCK_VECTORS: Final = 4
+_WEIGHTED_VECTORS: Final = 4 if _AVX512 else 2
+#: The pairs ``scores`` accumulates in one pass over d: all W of a group on
+#: AVX-512 (W lane vectors, 16 registers); 4 on AVX2 (8 of its 16).
+_PASS_PAIRS: Final = 16 if _AVX512 else 4
+#: ``product``'s register blocks, (rows, registers of accumulators), for n of
+#: at least 3 registers, of 2 and of 1; at most 24 of 32 registers on AVX-512
+#: and 12 of 16 on AVX2, leaving room for b's row and a's broadcast element.
+_WIDE_BLOCK: Final = (6, 4) if _AVX512 else (6, 2)
+_MID_BLOCK: Final = (12, 2) if _AVX512 else (6, 2)
+_NARROW_BLOCK: Final = (24, 1) if _AVX512 else (12, 1)
 
 #: Numba's code-generation helpers (untyped for the checker).
 cgutils: Final[Any] = numba_cgutils
@@ -78,13 +111,13 @@ def unit_rows(x: Arr) -> bool:
 
 
 class _Vectors:
-    """LLVM types and intrinsics for vectors of ``W`` lanes of one float dtype,
-    in the module being generated."""
+    """LLVM types and intrinsics for vectors of ``nbytes`` (W lanes) of one
+    float dtype, in the module being generated."""
 
-    def __init__(self, context: Any, builder: Any, dtype: Any) -> None:
+    def __init__(self, context: Any, builder: Any, dtype: Any, nbytes: int = LANE_BYTES) -> None:
         self.builder = builder
         self.size = dtype.bitwidth // 8
-        self.w = LANE_BYTES // self.size
+        self.w = nbytes // self.size
         self.fty = context.get_value_type(dtype)
         self.vty = ir.VectorType(self.fty, self.w)
         self.ptr = self.vty.as_pointer()
@@ -201,23 +234,24 @@ def _dots_intrinsic(typingctx: Any, k: Any, ko: Any, ldk: Any, nk: Any, q: Any, 
         for a in acc:
             builder.store(vec.splat(-0.0), a)
 
-        def step(at: Any, mask: Any | None) -> None:
-            kv = [vec.load(builder.gep(p, [at]), mask) for p in krows]
-            qv = [vec.load(builder.gep(p, [at]), mask) for p in qrows]
-            for g in range(keys):
-                for i in range(r):
-                    slot = acc[g * r + i]
-                    old = builder.load(slot)
-                    new = vec.fma(kv[g], qv[i], old)
-                    builder.store(new if mask is None else builder.select(mask, new, old), slot)
+        def step(pairs: range, at: Any, mask: Any | None) -> None:
+            kv = {g: vec.load(builder.gep(krows[g], [at]), mask) for g in {p // r for p in pairs}}
+            qv = {i: vec.load(builder.gep(qrows[i], [at]), mask) for i in {p % r for p in pairs}}
+            for p in pairs:
+                old = builder.load(acc[p])
+                new = vec.fma(kv[p // r], qv[p % r], old)
+                builder.store(new if mask is None else builder.select(mask, new, old), acc[p])
 
+        # A pass over d per ``_PASS_PAIRS`` pairs, whose accumulators stay in registers.
         width = ir.Constant(_I64, w)
         whole = builder.udiv(d_, width)
-        with cgutils.for_range(builder, whole) as loop:
-            step(builder.mul(loop.index, width), None)
         rest = builder.urem(d_, width)
-        with builder.if_then(builder.icmp_unsigned("!=", rest, ir.Constant(_I64, 0))):
-            step(builder.mul(whole, width), vec.mask(rest))
+        for first in range(0, w, _PASS_PAIRS):
+            pairs = range(first, min(w, first + _PASS_PAIRS))
+            with cgutils.for_range(builder, whole) as loop:
+                step(pairs, builder.mul(loop.index, width), None)
+            with builder.if_then(builder.icmp_unsigned("!=", rest, ir.Constant(_I64, 0))):
+                step(pairs, builder.mul(whole, width), vec.mask(rest))
         tree = _halving_tree(vec, [builder.load(a) for a in acc])
         vec.store(tree, _data(context, builder, sig.args[10], oa, oo_), None)
         return context.get_dummy_value()
@@ -227,52 +261,67 @@ def _dots_intrinsic(typingctx: Any, k: Any, ko: Any, ldk: Any, nk: Any, q: Any, 
 
 @intrinsic
 def _weighted_intrinsic(typingctx: Any, e: Any, eo: Any, lde: Any, r: Any, v: Any, vo: Any,
-                        ldv: Any, n: Any, dv: Any, out: Any, oo: Any, ldo: Any) -> Any:
-    """``out[oo + i·ldo + c] = Σ_j e[eo + j·lde + i]·v[vo + j·ldv + c]`` for
-    i < r ≤ 4, c < dv: per element an FMA chain over j in order from +0, in
-    blocks of 4 rows × 4 vectors of accumulators (rows past r computed from
-    row r − 1 and never stored)."""
-    if not (_floats(e, v, out)
+                        ldv: Any, n: Any, dv: Any, out: Any, oo: Any, ldo: Any,
+                        fresh: Any) -> Any:
+    """``out[oo + i·ldo + c] = s + Σ_j e[eo + j·lde + i]·v[vo + j·ldv + c]`` for
+    i < r ≤ 4, c < dv, with s +0 where ``fresh`` is true, else out's element
+    (the chain so far): per element an FMA chain over j in order, in blocks of
+    4 rows × ``_WEIGHTED_VECTORS`` registers of accumulators (rows past r
+    computed from row r − 1 and never stored)."""
+    if not (_floats(e, v, out) and isinstance(fresh, types.Boolean)
             and all(isinstance(x, types.Integer) for x in (eo, lde, r, vo, ldv, n, dv, oo, ldo))):
         return None
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        ea, eo_, lde_, r_, va, vo_, ldv_, n_, dv_, oa, oo_, ldo_ = args
-        vec = _Vectors(context, builder, sig.args[0].dtype)
+        ea, eo_, lde_, r_, va, vo_, ldv_, n_, dv_, oa, oo_, ldo_, fresh_ = args
+        vec = _Vectors(context, builder, sig.args[0].dtype, _VECTOR_BYTES)
         w = vec.w
-        span = ir.Constant(_I64, _BLOCK_VECTORS * w)
+        span = ir.Constant(_I64, _WEIGHTED_VECTORS * w)
         ep = _data(context, builder, sig.args[0], ea, eo_)
         vp = _data(context, builder, sig.args[4], va, vo_)
         op = _data(context, builder, sig.args[9], oa, oo_)
         rows = [_clamped(builder, i, r_) for i in range(_BLOCK_ROWS)]
-        acc = [[cgutils.alloca_once(builder, vec.vty) for _ in range(_BLOCK_VECTORS)]
+        acc = [[cgutils.alloca_once(builder, vec.vty) for _ in range(_WEIGHTED_VECTORS)]
                for _ in range(_BLOCK_ROWS)]
         blocks = builder.udiv(builder.add(dv_, builder.sub(span, ir.Constant(_I64, 1))), span)
         with cgutils.for_range(builder, blocks) as block:
             c0 = builder.mul(block.index, span)
             masks = [vec.mask(builder.sub(dv_, builder.add(c0, ir.Constant(_I64, c * w))))
-                     for c in range(_BLOCK_VECTORS)]
-            for row in acc:
-                for slot in row:
-                    builder.store(vec.splat(0.0), slot)
-            with cgutils.for_range(builder, n_) as key:
-                erow = builder.gep(ep, [builder.mul(key.index, lde_)])
-                vrow = builder.gep(vp, [builder.add(builder.mul(key.index, ldv_), c0)])
-                weights = [vec.splat(builder.load(builder.gep(erow, [i]))) for i in rows]
-                for c in range(_BLOCK_VECTORS):
-                    values = vec.load(builder.gep(vrow, [ir.Constant(_I64, c * w)]), masks[c])
-                    for i in range(_BLOCK_ROWS):
-                        slot = acc[i][c]
-                        builder.store(vec.fma(weights[i], values, builder.load(slot)), slot)
+                     for c in range(_WEIGHTED_VECTORS)]
+            with builder.if_else(fresh_) as (start, carry_on):
+                with start:
+                    for row in acc:
+                        for slot in row:
+                            builder.store(vec.splat(0.0), slot)
+                with carry_on:
+                    for i, row in zip(rows, acc, strict=True):
+                        orow = builder.gep(op, [builder.add(builder.mul(i, ldo_), c0)])
+                        for c, slot in enumerate(row):
+                            builder.store(vec.load(builder.gep(orow, [ir.Constant(_I64, c * w)]),
+                                                   masks[c]), slot)
+            whole = builder.icmp_signed("<=", builder.add(c0, span), dv_)
+            with builder.if_else(whole) as (unmasked, masked):
+                for branch, use in ((unmasked, None), (masked, masks)):
+                    with branch, cgutils.for_range(builder, n_) as key:
+                        erow = builder.gep(ep, [builder.mul(key.index, lde_)])
+                        vrow = builder.gep(vp, [builder.add(builder.mul(key.index, ldv_), c0)])
+                        weights = [vec.splat(builder.load(builder.gep(erow, [i]))) for i in rows]
+                        for c in range(_WEIGHTED_VECTORS):
+                            values = vec.load(builder.gep(vrow, [ir.Constant(_I64, c * w)]),
+                                              None if use is None else use[c])
+                            for i in range(_BLOCK_ROWS):
+                                slot = acc[i][c]
+                                builder.store(vec.fma(weights[i], values, builder.load(slot)),
+                                              slot)
             for i in range(_BLOCK_ROWS):
                 with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, i), r_)):
                     orow = builder.gep(op, [builder.add(builder.mul(ir.Constant(_I64, i), ldo_), c0)])
-                    for c in range(_BLOCK_VECTORS):
+                    for c in range(_WEIGHTED_VECTORS):
                         vec.store(builder.load(acc[i][c]),
                                   builder.gep(orow, [ir.Constant(_I64, c * w)]), masks[c])
         return context.get_dummy_value()
 
-    return types.none(e, eo, lde, r, v, vo, ldv, n, dv, out, oo, ldo), codegen
+    return types.none(e, eo, lde, r, v, vo, ldv, n, dv, out, oo, ldo, fresh), codegen
 
 
 @intrinsic
@@ -281,7 +330,8 @@ def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any
                      vectors: Any) -> Any:
     """One register block of a matrix product whose operands start ``ao``,
     ``bo`` and ``co`` elements past addresses a, b and c (int64): ``c[i, j] =
-    Σ_t a[i, t]·b[t, j]`` for i < mr ≤ rows and j < nc, j < vectors·W, each
+    Σ_t a[i, t]·b[t, j]`` for i < mr ≤ rows and j < nc, j < vectors·V (V
+    elements in a register of ``_VECTOR_BYTES``), each
     element a chain of fused multiply-adds over t < k in order from −0, in
     ``rows × vectors`` vectors of accumulators (both literals; rows past mr
     computed from row mr − 1 and never stored, columns past nc neither read
@@ -297,7 +347,7 @@ def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         a_, ao_, lda_, ak_, mr_, b_, bo_, ldb_, nc_, k_, c_, co_, ldc_ = args[:13]
-        vec = _Vectors(context, builder, sig.args[13])
+        vec = _Vectors(context, builder, sig.args[13], _VECTOR_BYTES)
         w = vec.w
         pointer = vec.fty.as_pointer()
         ap, bp, cp = (builder.gep(builder.inttoptr(x, pointer), [at])
@@ -413,10 +463,16 @@ def weighted_at(e: Arr, eo: int, lde: int, r: int, v: Arr, vo: int, ldv: int, n:
     """``out[i, c] = Σ_j e[j, i]·v[j, c]`` (module doc) for i < r, c < dv and
     n keys: e's row j at ``eo + j·lde``, v's at ``vo + j·ldv``, out's row i at
     ``oo + i·ldo`` (elements from each array's first, unit stride within a
-    row); rows in blocks of 4."""
+    row); rows in blocks of 4, keys in chunks of about 16 KiB of v (at least
+    16 keys), each chunk's rows read from the first-level cache for every
+    block of columns, each chunk continuing the chains the last one stored
+    (the same bits as one pass)."""
+    chunk = max(16, 16384 // max(1, dv * v.itemsize))
     for i0 in range(0, r, _BLOCK_ROWS):
         rows = min(_BLOCK_ROWS, r - i0)
-        _weighted(e, eo + i0, lde, rows, v, vo, ldv, n, dv, out, oo + i0 * ldo, ldo)
+        for j0 in range(0, max(n, 1), chunk):
+            _weighted(e, eo + i0 + j0 * lde, lde, rows, v, vo + j0 * ldv, ldv, min(chunk, n - j0),
+                      dv, out, oo + i0 * ldo, ldo, j0 == 0)
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -428,10 +484,11 @@ def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak
     ``ldc``, unit stride within rows) of ``like``'s dtype, starting ``e·sx``
     elements past addresses a, b and c: each element a chain of fused
     multiply-adds over k in order from −0 (module doc). k ≥ 1. Register
-    blocks by n's width in vectors: 6 rows × 4 vectors, 12 × 2 or 24 × 1 (1
-    × 4 where m is 1), the blocks of columns outside so that every block of
-    rows reads a block of b's columns from cache; the blocks change no bit."""
-    w = LANE_BYTES // _itemsize(like)
+    blocks by n's width in registers: ``_WIDE_BLOCK`` from 3, ``_MID_BLOCK``
+    at 2, ``_NARROW_BLOCK`` at 1 (1 row × 4 registers where m is 1), the
+    blocks of columns outside so that every block of rows reads a block of
+    b's columns from cache; the blocks change no bit."""
+    w = _VECTOR_BYTES // _itemsize(like)
     wide = -(-n // w)
     for e in range(count):
         ao, bo, co = e * sa, e * sb, e * sc
@@ -439,18 +496,19 @@ def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak
             for j0 in range(0, n, 4 * w):
                 _block(a, ao, lda, ak, 1, b, bo + j0, ldb, n - j0, k, c, co + j0, ldc, like, 1, 4)
         elif wide >= 3:
-            for j0 in range(0, n, 4 * w):
-                for i0 in range(0, m, 6):
-                    _block(a, ao + i0 * lda, lda, ak, min(6, m - i0), b, bo + j0, ldb, n - j0, k,
-                           c, co + i0 * ldc + j0, ldc, like, 6, 4)
+            rows, span = _WIDE_BLOCK[0], _WIDE_BLOCK[1] * w
+            for j0 in range(0, n, span):
+                for i0 in range(0, m, rows):
+                    _block(a, ao + i0 * lda, lda, ak, min(rows, m - i0), b, bo + j0, ldb, n - j0,
+                           k, c, co + i0 * ldc + j0, ldc, like, _WIDE_BLOCK[0], _WIDE_BLOCK[1])
         elif wide == 2:
-            for i0 in range(0, m, 12):
-                _block(a, ao + i0 * lda, lda, ak, min(12, m - i0), b, bo, ldb, n, k, c,
-                       co + i0 * ldc, ldc, like, 12, 2)
+            for i0 in range(0, m, _MID_BLOCK[0]):
+                _block(a, ao + i0 * lda, lda, ak, min(_MID_BLOCK[0], m - i0), b, bo, ldb, n, k, c,
+                       co + i0 * ldc, ldc, like, _MID_BLOCK[0], _MID_BLOCK[1])
         else:
-            for i0 in range(0, m, 24):
-                _block(a, ao + i0 * lda, lda, ak, min(24, m - i0), b, bo, ldb, n, k, c,
-                       co + i0 * ldc, ldc, like, 24, 1)
+            for i0 in range(0, m, _NARROW_BLOCK[0]):
+                _block(a, ao + i0 * lda, lda, ak, min(_NARROW_BLOCK[0], m - i0), b, bo, ldb, n, k,
+                       c, co + i0 * ldc, ldc, like, _NARROW_BLOCK[0], _NARROW_BLOCK[1])
 
 
 def product(a: Arr, b: Arr, out: Arr) -> None:

@@ -123,6 +123,67 @@ def test_weighted_sums_are_fma_chains_in_key_order(dt: type[np.floating[Any]], r
 
 
 @pytest.mark.parametrize("dt", FLOATS)
+def test_weighted_sums_continue_their_chains_over_chunks_of_keys(
+        dt: type[np.floating[Any]]) -> None:
+    """Keys past one chunk (about 16 KiB of v) continue each chain from the
+    element the last chunk stored: the bits of one chain over every key, with
+    a partial last chunk and a partial last block of columns; no keys give +0."""
+    rng = np.random.default_rng(11)
+    n, r, dv = 70, 3, 130  # 31 keys a chunk in float32, 16 in float64
+    e = rng.random((n, r)).astype(dt)
+    v = rng.standard_normal((n, dv)).astype(dt)
+    out = np.full((r, dv), np.nan, dt)
+    lanedots.weighted(e, v, out)
+    assert out.tobytes() == chain(e, v).tobytes()
+    lanedots.weighted(e[:0], v[:0], out)
+    assert out.tobytes() == np.zeros((r, dv), dt).tobytes()
+
+
+#: The block sizes of each register file ``lanedots`` sizes its blocks for.
+REGISTER_FILES = {
+    "avx512": {"_VECTOR_BYTES": 64, "_WEIGHTED_VECTORS": 4, "_PASS_PAIRS": 16,
+               "_WIDE_BLOCK": (6, 4), "_MID_BLOCK": (12, 2), "_NARROW_BLOCK": (24, 1)},
+    "avx2": {"_VECTOR_BYTES": 32, "_WEIGHTED_VECTORS": 2, "_PASS_PAIRS": 4,
+             "_WIDE_BLOCK": (6, 2), "_MID_BLOCK": (6, 2), "_NARROW_BLOCK": (12, 1)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGISTER_FILES))
+def test_either_register_files_blocks_give_the_same_bits(monkeypatch: pytest.MonkeyPatch,
+                                                         name: str) -> None:
+    """The kernels compiled (here, afresh) with the blocks of AVX-512's or of
+    AVX2's register file give this machine's kernels' bits: the blocks change
+    no element's order."""
+    from numba import njit
+
+    for attr, value in REGISTER_FILES[name].items():
+        monkeypatch.setattr(lanedots, attr, value)
+    monkeypatch.setattr(lanedots, "_dots_of", njit(lanedots._dots_of.py_func))
+    fresh = {f: njit(getattr(lanedots, f).py_func) for f in ("scores_at", "weighted_at",
+                                                            "product_at")}
+    rng = np.random.default_rng(5)
+    for dt in FLOATS:
+        a, b = rng.standard_normal((29, 37)).astype(dt), rng.standard_normal((37, 53)).astype(dt)
+        for m, n in ((29, 53), (29, 9), (29, 5), (1, 53)):
+            want, got = np.empty((m, n), dt), np.empty((m, n), dt)
+            for kernel, out in ((lanedots.product_at, want), (fresh["product_at"], got)):
+                kernel(1, m, n, 37, a.ctypes.data, 0, 37, 1, b.ctypes.data, 0, 53,
+                       out.ctypes.data, 0, n, dt(0))
+            assert got.tobytes() == want.tobytes(), (dt, m, n)
+        k, q = rng.standard_normal((45, 70)).astype(dt), rng.standard_normal((4, 70)).astype(dt)
+        for r in (1, 2, 4):
+            want, got = np.empty((45, r), dt), np.empty((45, r), dt)
+            for kernel, st in ((lanedots.scores_at, want), (fresh["scores_at"], got)):
+                kernel(k, 0, 70, 45, q, 0, 70, r, 70, st)
+            assert got.tobytes() == want.tobytes(), (dt, r)
+        ev = rng.random((45, 4)).astype(dt)
+        want, got = np.empty((4, 70), dt), np.empty((4, 70), dt)
+        for kernel, out in ((lanedots.weighted_at, want), (fresh["weighted_at"], got)):
+            kernel(ev, 0, 4, 4, k, 0, 70, 45, 70, out, 0, 70)
+        assert got.tobytes() == want.tobytes(), dt
+
+
+@pytest.mark.parametrize("dt", FLOATS)
 def test_views_of_any_row_stride_give_the_contiguous_bits(dt: type[np.floating[Any]]) -> None:
     rng = np.random.default_rng(7)
     big = rng.standard_normal((40, 100)).astype(dt)
@@ -240,8 +301,9 @@ def own_product(a: NDArray, b: NDArray, out: NDArray) -> None:
 @pytest.mark.parametrize("transposed", [False, True])
 def test_the_product_is_fma_chains_over_k(dt: type[np.floating[Any]], m: int, n: int, k: int,
                                           transposed: bool) -> None:
-    """Every register block (24 × 1, 12 × 2, 6 × 4 and 1 × 4 vectors), with
-    tails of rows and columns, a read in rows or through its transpose."""
+    """Every register block (on AVX-512 24 × 1, 12 × 2, 6 × 4 and 1 × 4 registers;
+    on AVX2 12 × 1, 6 × 2 and 1 × 4), with tails of rows and columns, a read
+    in rows or through its transpose."""
     rng = np.random.default_rng(m * 1000 + n * 10 + k)
     # Operands inside wider arrays: row strides past the extents.
     a = rng.standard_normal((m, k + 3)).astype(dt)[:, 1:k + 1]
