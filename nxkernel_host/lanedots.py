@@ -89,6 +89,8 @@ _PASS_PAIRS: Final = 16 if _AVX512 else 4
 _WIDE_BLOCK: Final = (6, 4) if _AVX512 else (6, 2)
 _MID_BLOCK: Final = (12, 2) if _AVX512 else (6, 2)
 _NARROW_BLOCK: Final = (24, 1) if _AVX512 else (12, 1)
+#: The most rows of a that a block packs.
+_PACK_ROWS: Final = max(_WIDE_BLOCK[0], _MID_BLOCK[0], _NARROW_BLOCK[0])
 
 #: Numba's code-generation helpers (untyped for the checker).
 cgutils: Final[Any] = numba_cgutils
@@ -385,6 +387,36 @@ def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any
 
 
 @intrinsic
+def _pack_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any, k: Any,
+                    into: Any, like: Any, rows: Any) -> Any:
+    """Copy ``rows`` rows of a (element (i, t) at ``ao + i·lda + t·ak`` past
+    address a) to address ``into`` as ``into[t·rows + i]`` for t < k: the rows
+    of a register block side by side, read by one pointer; rows past mr are
+    copies of row mr − 1 (``_block`` never stores them)."""
+    if not (isinstance(like, types.Float) and isinstance(rows, types.IntegerLiteral)
+            and all(isinstance(x, types.Integer) for x in (a, ao, lda, ak, mr, k, into))):
+        return None
+    count = rows.literal_value
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        a_, ao_, lda_, ak_, mr_, k_, into_ = args[:7]
+        pointer = context.get_value_type(sig.args[7]).as_pointer()
+        ap = builder.gep(builder.inttoptr(a_, pointer), [ao_])
+        arows = [builder.gep(ap, [builder.mul(_clamped(builder, i, mr_), lda_)])
+                 for i in range(count)]
+        out = builder.inttoptr(into_, pointer)
+        with cgutils.for_range(builder, k_) as step:
+            at = builder.mul(step.index, ak_)
+            base = builder.mul(step.index, ir.Constant(_I64, count))
+            for i, row in enumerate(arows):
+                value = builder.load(builder.gep(row, [at]))
+                builder.store(value, builder.gep(out, [builder.add(base, ir.Constant(_I64, i))]))
+        return context.get_dummy_value()
+
+    return types.none(a, ao, lda, ak, mr, k, into, like, rows), codegen
+
+
+@intrinsic
 def _itemsize_intrinsic(typingctx: Any, like: Any) -> Any:
     """The bytes of float ``like``'s dtype, a constant of the compiled code."""
     if not isinstance(like, types.Float):
@@ -400,6 +432,7 @@ def _itemsize_intrinsic(typingctx: Any, like: Any) -> Any:
 _dots = cast("Callable[..., None]", _dots_intrinsic)
 _weighted = cast("Callable[..., None]", _weighted_intrinsic)
 _block = cast("Callable[..., None]", _block_intrinsic)
+_pack = cast("Callable[..., None]", _pack_intrinsic)
 _itemsize = cast("Callable[[Any], int]", _itemsize_intrinsic)
 
 
@@ -485,30 +518,39 @@ def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak
     elements past addresses a, b and c: each element a chain of fused
     multiply-adds over k in order from −0 (module doc). k ≥ 1. Register
     blocks by n's width in registers: ``_WIDE_BLOCK`` from 3, ``_MID_BLOCK``
-    at 2, ``_NARROW_BLOCK`` at 1 (1 row × 4 registers where m is 1), the
-    blocks of columns outside so that every block of rows reads a block of
-    b's columns from cache; the blocks change no bit."""
+    at 2, ``_NARROW_BLOCK`` at 1 (1 row × 4 registers where m is 1). Each
+    block's rows of a are first packed side by side (``_pack``), so that the
+    block reads them through one pointer, then every block of columns takes
+    them; the blocks change no bit."""
     w = _VECTOR_BYTES // _itemsize(like)
     wide = -(-n // w)
+    packed = np.full(_PACK_ROWS * k, like)
+    at = packed.ctypes.data
     for e in range(count):
         ao, bo, co = e * sa, e * sb, e * sc
         if m == 1:
             for j0 in range(0, n, 4 * w):
                 _block(a, ao, lda, ak, 1, b, bo + j0, ldb, n - j0, k, c, co + j0, ldc, like, 1, 4)
         elif wide >= 3:
-            rows, span = _WIDE_BLOCK[0], _WIDE_BLOCK[1] * w
-            for j0 in range(0, n, span):
-                for i0 in range(0, m, rows):
-                    _block(a, ao + i0 * lda, lda, ak, min(rows, m - i0), b, bo + j0, ldb, n - j0,
-                           k, c, co + i0 * ldc + j0, ldc, like, _WIDE_BLOCK[0], _WIDE_BLOCK[1])
+            span = _WIDE_BLOCK[1] * w
+            for i0 in range(0, m, _WIDE_BLOCK[0]):
+                mr = min(_WIDE_BLOCK[0], m - i0)
+                _pack(a, ao + i0 * lda, lda, ak, mr, k, at, like, _WIDE_BLOCK[0])
+                for j0 in range(0, n, span):
+                    _block(at, 0, 1, _WIDE_BLOCK[0], mr, b, bo + j0, ldb, n - j0, k, c,
+                           co + i0 * ldc + j0, ldc, like, _WIDE_BLOCK[0], _WIDE_BLOCK[1])
         elif wide == 2:
             for i0 in range(0, m, _MID_BLOCK[0]):
-                _block(a, ao + i0 * lda, lda, ak, min(_MID_BLOCK[0], m - i0), b, bo, ldb, n, k, c,
-                       co + i0 * ldc, ldc, like, _MID_BLOCK[0], _MID_BLOCK[1])
+                mr = min(_MID_BLOCK[0], m - i0)
+                _pack(a, ao + i0 * lda, lda, ak, mr, k, at, like, _MID_BLOCK[0])
+                _block(at, 0, 1, _MID_BLOCK[0], mr, b, bo, ldb, n, k, c, co + i0 * ldc, ldc,
+                       like, _MID_BLOCK[0], _MID_BLOCK[1])
         else:
             for i0 in range(0, m, _NARROW_BLOCK[0]):
-                _block(a, ao + i0 * lda, lda, ak, min(_NARROW_BLOCK[0], m - i0), b, bo, ldb, n, k,
-                       c, co + i0 * ldc, ldc, like, _NARROW_BLOCK[0], _NARROW_BLOCK[1])
+                mr = min(_NARROW_BLOCK[0], m - i0)
+                _pack(a, ao + i0 * lda, lda, ak, mr, k, at, like, _NARROW_BLOCK[0])
+                _block(at, 0, 1, _NARROW_BLOCK[0], mr, b, bo, ldb, n, k, c, co + i0 * ldc, ldc,
+                       like, _NARROW_BLOCK[0], _NARROW_BLOCK[1])
 
 
 def product(a: Arr, b: Arr, out: Arr) -> None:

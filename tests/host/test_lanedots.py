@@ -158,6 +158,7 @@ def test_either_register_files_blocks_give_the_same_bits(monkeypatch: pytest.Mon
 
     for attr, value in REGISTER_FILES[name].items():
         monkeypatch.setattr(lanedots, attr, value)
+    monkeypatch.setattr(lanedots, "_PACK_ROWS", 24)
     monkeypatch.setattr(lanedots, "_dots_of", njit(lanedots._dots_of.py_func))
     fresh = {f: njit(getattr(lanedots, f).py_func) for f in ("scores_at", "weighted_at",
                                                             "product_at")}
