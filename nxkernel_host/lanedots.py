@@ -361,25 +361,29 @@ def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any
         for row in acc:
             for slot in row:
                 builder.store(vec.splat(-0.0), slot)
+        # Whole blocks load and store without masks (a masked store is
+        # microcoded on AMD's cores: it took as long as a block's products).
         whole = builder.icmp_signed(">=", nc_, ir.Constant(_I64, nvec * w))
         with builder.if_else(whole) as (unmasked, masked):
             for branch, use in ((unmasked, None), (masked, masks)):
-                with branch, cgutils.for_range(builder, k_) as step:
-                    brow = builder.gep(bp, [builder.mul(step.index, ldb_)])
-                    bv = [vec.load(builder.gep(brow, [ir.Constant(_I64, v * w)]),
-                                   None if use is None else use[v]) for v in range(nvec)]
-                    at = builder.mul(step.index, ak_)
+                with branch:
+                    with cgutils.for_range(builder, k_) as step:
+                        brow = builder.gep(bp, [builder.mul(step.index, ldb_)])
+                        bv = [vec.load(builder.gep(brow, [ir.Constant(_I64, v * w)]),
+                                       None if use is None else use[v]) for v in range(nvec)]
+                        at = builder.mul(step.index, ak_)
+                        for i in range(mrows):
+                            av = vec.splat(builder.load(builder.gep(arows[i], [at])))
+                            for v in range(nvec):
+                                slot = acc[i][v]
+                                builder.store(vec.fma(av, bv[v], builder.load(slot)), slot)
                     for i in range(mrows):
-                        av = vec.splat(builder.load(builder.gep(arows[i], [at])))
-                        for v in range(nvec):
-                            slot = acc[i][v]
-                            builder.store(vec.fma(av, bv[v], builder.load(slot)), slot)
-        for i in range(mrows):
-            with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, i), mr_)):
-                crow = builder.gep(cp, [builder.mul(ir.Constant(_I64, i), ldc_)])
-                for v in range(nvec):
-                    vec.store(builder.load(acc[i][v]), builder.gep(crow, [ir.Constant(_I64, v * w)]),
-                              masks[v])
+                        with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, i), mr_)):
+                            crow = builder.gep(cp, [builder.mul(ir.Constant(_I64, i), ldc_)])
+                            for v in range(nvec):
+                                vec.store(builder.load(acc[i][v]),
+                                          builder.gep(crow, [ir.Constant(_I64, v * w)]),
+                                          None if use is None else use[v])
         return context.get_dummy_value()
 
     return types.none(a, ao, lda, ak, mr, b, bo, ldb, nc, k, c, co, ldc, like, rows,
