@@ -89,6 +89,9 @@ _PASS_PAIRS: Final = 16 if _AVX512 else 4
 _WIDE_BLOCK: Final = (6, 4) if _AVX512 else (6, 2)
 _MID_BLOCK: Final = (12, 2) if _AVX512 else (6, 2)
 _NARROW_BLOCK: Final = (24, 1) if _AVX512 else (12, 1)
+#: The steps over k of one pass of ``product``'s blocks: b's rows of a pass
+#: (16 KiB of a block of 64-byte columns) stay in the first-level cache.
+_K_CHUNK: Final = 256
 #: The most rows of a that a block packs.
 _PACK_ROWS: Final = max(_WIDE_BLOCK[0], _MID_BLOCK[0], _NARROW_BLOCK[0])
 
@@ -290,66 +293,82 @@ def _weighted_intrinsic(typingctx: Any, e: Any, eo: Any, lde: Any, r: Any, v: An
             c0 = builder.mul(block.index, span)
             masks = [vec.mask(builder.sub(dv_, builder.add(c0, ir.Constant(_I64, c * w))))
                      for c in range(_WEIGHTED_VECTORS)]
-            with builder.if_else(fresh_) as (start, carry_on):
-                with start:
-                    for row in acc:
-                        for slot in row:
-                            builder.store(vec.splat(0.0), slot)
-                with carry_on:
-                    for i, row in zip(rows, acc, strict=True):
-                        orow = builder.gep(op, [builder.add(builder.mul(i, ldo_), c0)])
-                        for c, slot in enumerate(row):
-                            builder.store(vec.load(builder.gep(orow, [ir.Constant(_I64, c * w)]),
-                                                   masks[c]), slot)
+            # Whole blocks of columns load and store without masks (``_block``).
             whole = builder.icmp_signed("<=", builder.add(c0, span), dv_)
             with builder.if_else(whole) as (unmasked, masked):
                 for branch, use in ((unmasked, None), (masked, masks)):
-                    with branch, cgutils.for_range(builder, n_) as key:
-                        erow = builder.gep(ep, [builder.mul(key.index, lde_)])
-                        vrow = builder.gep(vp, [builder.add(builder.mul(key.index, ldv_), c0)])
-                        weights = [vec.splat(builder.load(builder.gep(erow, [i]))) for i in rows]
-                        for c in range(_WEIGHTED_VECTORS):
-                            values = vec.load(builder.gep(vrow, [ir.Constant(_I64, c * w)]),
-                                              None if use is None else use[c])
-                            for i in range(_BLOCK_ROWS):
-                                slot = acc[i][c]
-                                builder.store(vec.fma(weights[i], values, builder.load(slot)),
-                                              slot)
-            for i in range(_BLOCK_ROWS):
-                with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, i), r_)):
-                    orow = builder.gep(op, [builder.add(builder.mul(ir.Constant(_I64, i), ldo_), c0)])
-                    for c in range(_WEIGHTED_VECTORS):
-                        vec.store(builder.load(acc[i][c]),
-                                  builder.gep(orow, [ir.Constant(_I64, c * w)]), masks[c])
+                    with branch:
+                        _weighted_block(vec, builder, acc, rows, use, fresh_, ep, lde_, vp, ldv_,
+                                        n_, op, ldo_, r_, c0)
         return context.get_dummy_value()
 
     return types.none(e, eo, lde, r, v, vo, ldv, n, dv, out, oo, ldo, fresh), codegen
 
 
+def _weighted_block(vec: _Vectors, builder: Any, acc: list[list[Any]], rows: list[Any],
+                    masks: list[Any] | None, fresh: Any, ep: Any, lde: Any, vp: Any, ldv: Any,
+                    n: Any, op: Any, ldo: Any, r: Any, c0: Any) -> None:
+    """``_weighted``'s block of columns from c0: the sums from +0 (``fresh``)
+    or from out's elements, the chains over n keys, then the rows below r
+    stored; registers past the columns masked off where ``masks`` is given."""
+    w = vec.w
+
+    def masked(c: int) -> Any | None:
+        return None if masks is None else masks[c]
+
+    with builder.if_else(fresh) as (start, carry_on):
+        with start:
+            for row in acc:
+                for slot in row:
+                    builder.store(vec.splat(0.0), slot)
+        with carry_on:
+            for i, row in zip(rows, acc, strict=True):
+                orow = builder.gep(op, [builder.add(builder.mul(i, ldo), c0)])
+                for c, slot in enumerate(row):
+                    builder.store(vec.load(builder.gep(orow, [ir.Constant(_I64, c * w)]),
+                                           masked(c)), slot)
+    with cgutils.for_range(builder, n) as key:
+        erow = builder.gep(ep, [builder.mul(key.index, lde)])
+        vrow = builder.gep(vp, [builder.add(builder.mul(key.index, ldv), c0)])
+        weights = [vec.splat(builder.load(builder.gep(erow, [i]))) for i in rows]
+        for c in range(_WEIGHTED_VECTORS):
+            values = vec.load(builder.gep(vrow, [ir.Constant(_I64, c * w)]), masked(c))
+            for i in range(_BLOCK_ROWS):
+                slot = acc[i][c]
+                builder.store(vec.fma(weights[i], values, builder.load(slot)), slot)
+    for i in range(_BLOCK_ROWS):
+        with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, i), r)):
+            orow = builder.gep(op, [builder.add(builder.mul(ir.Constant(_I64, i), ldo), c0)])
+            for c in range(_WEIGHTED_VECTORS):
+                vec.store(builder.load(acc[i][c]), builder.gep(orow, [ir.Constant(_I64, c * w)]),
+                          masked(c))
+
+
 @intrinsic
 def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any, b: Any, bo: Any,
-                     ldb: Any, nc: Any, k: Any, c: Any, co: Any, ldc: Any, like: Any, rows: Any,
-                     vectors: Any) -> Any:
+                     ldb: Any, nc: Any, k: Any, c: Any, co: Any, ldc: Any, fresh: Any, like: Any,
+                     rows: Any, vectors: Any) -> Any:
     """One register block of a matrix product whose operands start ``ao``,
     ``bo`` and ``co`` elements past addresses a, b and c (int64): ``c[i, j] =
     Σ_t a[i, t]·b[t, j]`` for i < mr ≤ rows and j < nc, j < vectors·V (V
     elements in a register of ``_VECTOR_BYTES``), each
-    element a chain of fused multiply-adds over t < k in order from −0, in
+    element a chain of fused multiply-adds over t < k in order, from −0 where
+    ``fresh`` is true, else from c's element (the chain so far), in
     ``rows × vectors`` vectors of accumulators (both literals; rows past mr
     computed from row mr − 1 and never stored, columns past nc neither read
     nor written). ``a[i, t]`` lies at ``i·lda + t·ak``, ``b[t, j]`` at ``t·ldb
     + j`` and ``c[i, j]`` at ``i·ldc + j``; ``like`` is a float32 or float64
     value of the dtype."""
     if not (isinstance(like, types.Float) and isinstance(rows, types.IntegerLiteral)
-            and isinstance(vectors, types.IntegerLiteral)
+            and isinstance(vectors, types.IntegerLiteral) and isinstance(fresh, types.Boolean)
             and all(isinstance(x, types.Integer)
                     for x in (a, ao, lda, ak, mr, b, bo, ldb, nc, k, c, co, ldc))):
         return None
     mrows, nvec = rows.literal_value, vectors.literal_value
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        a_, ao_, lda_, ak_, mr_, b_, bo_, ldb_, nc_, k_, c_, co_, ldc_ = args[:13]
-        vec = _Vectors(context, builder, sig.args[13], _VECTOR_BYTES)
+        a_, ao_, lda_, ak_, mr_, b_, bo_, ldb_, nc_, k_, c_, co_, ldc_, fresh_ = args[:14]
+        vec = _Vectors(context, builder, sig.args[14], _VECTOR_BYTES)
         w = vec.w
         pointer = vec.fty.as_pointer()
         ap, bp, cp = (builder.gep(builder.inttoptr(x, pointer), [at])
@@ -358,15 +377,25 @@ def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any
                  for i in range(mrows)]
         masks = [vec.mask(builder.sub(nc_, ir.Constant(_I64, v * w))) for v in range(nvec)]
         acc = [[cgutils.alloca_once(builder, vec.vty) for _ in range(nvec)] for _ in range(mrows)]
-        for row in acc:
-            for slot in row:
-                builder.store(vec.splat(-0.0), slot)
+        crows = [builder.gep(cp, [builder.mul(_clamped(builder, i, mr_), ldc_)])
+                 for i in range(mrows)]
         # Whole blocks load and store without masks (a masked store is
         # microcoded on AMD's cores: it took as long as a block's products).
         whole = builder.icmp_signed(">=", nc_, ir.Constant(_I64, nvec * w))
         with builder.if_else(whole) as (unmasked, masked):
             for branch, use in ((unmasked, None), (masked, masks)):
                 with branch:
+                    with builder.if_else(fresh_) as (start, carry_on):
+                        with start:
+                            for row in acc:
+                                for slot in row:
+                                    builder.store(vec.splat(-0.0), slot)
+                        with carry_on:
+                            for crow, row in zip(crows, acc, strict=True):
+                                for v, slot in enumerate(row):
+                                    builder.store(vec.load(
+                                        builder.gep(crow, [ir.Constant(_I64, v * w)]),
+                                        None if use is None else use[v]), slot)
                     with cgutils.for_range(builder, k_) as step:
                         brow = builder.gep(bp, [builder.mul(step.index, ldb_)])
                         bv = [vec.load(builder.gep(brow, [ir.Constant(_I64, v * w)]),
@@ -386,7 +415,7 @@ def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any
                                           None if use is None else use[v])
         return context.get_dummy_value()
 
-    return types.none(a, ao, lda, ak, mr, b, bo, ldb, nc, k, c, co, ldc, like, rows,
+    return types.none(a, ao, lda, ak, mr, b, bo, ldb, nc, k, c, co, ldc, fresh, like, rows,
                       vectors), codegen
 
 
@@ -522,40 +551,46 @@ def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak
     elements past addresses a, b and c: each element a chain of fused
     multiply-adds over k in order from −0 (module doc). k ≥ 1. Register
     blocks by n's width in registers: ``_WIDE_BLOCK`` from 3, ``_MID_BLOCK``
-    at 2, ``_NARROW_BLOCK`` at 1 (1 row × 4 registers where m is 1). Each
-    block's rows of a are first packed side by side (``_pack``), so that the
-    block reads them through one pointer, then every block of columns takes
-    them; the blocks change no bit."""
+    at 2, ``_NARROW_BLOCK`` at 1 (1 row × 4 registers where m is 1). k is
+    taken in chunks of ``_K_CHUNK`` (each chunk's rows of b stay in the cache
+    for every block of rows), each chunk continuing the chains the last one
+    stored in c; a block's rows of a are first packed side by side
+    (``_pack``), read through one pointer by every block of columns. Neither
+    blocks nor chunks change a bit."""
     w = _VECTOR_BYTES // _itemsize(like)
     wide = -(-n // w)
-    packed = np.full(_PACK_ROWS * k, like)
+    packed = np.full(_PACK_ROWS * min(k, _K_CHUNK), like)
     at = packed.ctypes.data
     for e in range(count):
         ao, bo, co = e * sa, e * sb, e * sc
         if m == 1:
             for j0 in range(0, n, 4 * w):
-                _block(a, ao, lda, ak, 1, b, bo + j0, ldb, n - j0, k, c, co + j0, ldc, like, 1, 4)
-        elif wide >= 3:
-            span = _WIDE_BLOCK[1] * w
-            for i0 in range(0, m, _WIDE_BLOCK[0]):
-                mr = min(_WIDE_BLOCK[0], m - i0)
-                _pack(a, ao + i0 * lda, lda, ak, mr, k, at, like, _WIDE_BLOCK[0])
-                for j0 in range(0, n, span):
-                    _block(at, 0, 1, _WIDE_BLOCK[0], mr, b, bo + j0, ldb, n - j0, k, c,
-                           co + i0 * ldc + j0, ldc, like, _WIDE_BLOCK[0], _WIDE_BLOCK[1])
-        elif wide == 2:
-            for i0 in range(0, m, _MID_BLOCK[0]):
-                mr = min(_MID_BLOCK[0], m - i0)
-                _pack(a, ao + i0 * lda, lda, ak, mr, k, at, like, _MID_BLOCK[0])
-                _block(at, 0, 1, _MID_BLOCK[0], mr, b, bo, ldb, n, k, c, co + i0 * ldc, ldc,
-                       like, _MID_BLOCK[0], _MID_BLOCK[1])
-        else:
-            for i0 in range(0, m, _NARROW_BLOCK[0]):
-                mr = min(_NARROW_BLOCK[0], m - i0)
-                _pack(a, ao + i0 * lda, lda, ak, mr, k, at, like, _NARROW_BLOCK[0])
-                _block(at, 0, 1, _NARROW_BLOCK[0], mr, b, bo, ldb, n, k, c, co + i0 * ldc, ldc,
-                       like, _NARROW_BLOCK[0], _NARROW_BLOCK[1])
-
+                _block(a, ao, lda, ak, 1, b, bo + j0, ldb, n - j0, k, c, co + j0, ldc, True, like,
+                       1, 4)
+            continue
+        for t0 in range(0, k, _K_CHUNK):
+            kc, first, a0, b0 = min(_K_CHUNK, k - t0), t0 == 0, ao + t0 * ak, bo + t0 * ldb
+            if wide >= 3:
+                span = _WIDE_BLOCK[1] * w
+                for i0 in range(0, m, _WIDE_BLOCK[0]):
+                    mr = min(_WIDE_BLOCK[0], m - i0)
+                    _pack(a, a0 + i0 * lda, lda, ak, mr, kc, at, like, _WIDE_BLOCK[0])
+                    for j0 in range(0, n, span):
+                        _block(at, 0, 1, _WIDE_BLOCK[0], mr, b, b0 + j0, ldb, n - j0, kc, c,
+                               co + i0 * ldc + j0, ldc, first, like, _WIDE_BLOCK[0],
+                               _WIDE_BLOCK[1])
+            elif wide == 2:
+                for i0 in range(0, m, _MID_BLOCK[0]):
+                    mr = min(_MID_BLOCK[0], m - i0)
+                    _pack(a, a0 + i0 * lda, lda, ak, mr, kc, at, like, _MID_BLOCK[0])
+                    _block(at, 0, 1, _MID_BLOCK[0], mr, b, b0, ldb, n, kc, c, co + i0 * ldc, ldc,
+                           first, like, _MID_BLOCK[0], _MID_BLOCK[1])
+            else:
+                for i0 in range(0, m, _NARROW_BLOCK[0]):
+                    mr = min(_NARROW_BLOCK[0], m - i0)
+                    _pack(a, a0 + i0 * lda, lda, ak, mr, kc, at, like, _NARROW_BLOCK[0])
+                    _block(at, 0, 1, _NARROW_BLOCK[0], mr, b, b0, ldb, n, kc, c, co + i0 * ldc,
+                           ldc, first, like, _NARROW_BLOCK[0], _NARROW_BLOCK[1])
 
 def product(a: Arr, b: Arr, out: Arr) -> None:
     """``out[...] = a @ b`` by ``product_at``: a ``[m, k]`` of any strides, b
