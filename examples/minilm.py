@@ -409,12 +409,14 @@ def embed_tokens(ids: Arr, types: Arr, lengths: Arr, device: str = "host") -> Ar
     n, t = ids.shape
     ids_a = nx.asarray(ids, device=dev)
     types_a = nx.asarray(types, device=dev)
-    positions = nx.asarray(np.arange(t, dtype=np.int64), device=dev)
+    # Each token's position, per sentence: the gathered rows are then laid out
+    # as the word rows are, so the layer norm's compiled loop reads all three
+    # (a table of [t, 384] repeated over the sentences it could not).
+    positions = nx.asarray(np.broadcast_to(np.arange(t, dtype=np.int64), (n, t)), device=dev)
     lengths_a = nx.asarray(lengths, device=dev)
-    shape = (n, t, HIDDEN)
     word = nx.take(w.word, ids_a, axis=0)
     token_type = nx.take(w.token_type, types_a, axis=0)
-    position = _tiled(nx.take(w.position, positions, axis=0), shape)
+    position = nx.take(w.position, positions, axis=0)
     # BERT adds (word + token type) + position, then normalises.
     h = _layer_norm([word, token_type, position], w.ln_g, w.ln_b)
     _lap("embedding")
