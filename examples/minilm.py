@@ -269,10 +269,10 @@ def _mask_prog() -> Prog:
 
 @functools.cache
 def _masked_prog() -> Prog:
-    """``(h · mask, mask)``: the terms of the pooled sums and of the counts."""
+    """``h · mask``: the terms of the pooled sums."""
     b = Prog.build([F32, F32])
     h, m = b.ins
-    return b.finish(h * m, m)
+    return b.finish(h * m)
 
 
 @functools.cache
@@ -392,8 +392,10 @@ def _pool_normalise(h: Array, lengths: Array) -> Array:
     """The mean of each sentence's valid tokens, divided by its L2 norm: ``[n, 384]``."""
     n, t, _ = h.shape
     (mask,) = nx.map(_mask_prog(), _spread(lengths, (n, t)))
-    sums, counts = nx.reduce(_masked_prog(), h, _spread(mask, h.shape), axes=(1,),
-                             reductions=[(S.Monoid.SUM, 0, F32), (S.Monoid.SUM, 1, F32)])
+    (sums,) = nx.reduce(_masked_prog(), h, _spread(mask, h.shape), axes=(1,),
+                        reductions=[(S.Monoid.SUM, 0, F32)])
+    # Each sentence's count once (a sum of ones: exact in any order), not per feature.
+    counts = _spread(nx.sum(mask, axis=1), (n, HIDDEN))
     (squared,) = nx.reduce(_mean_squared_prog(), sums, counts, axes=(1,),
                            reductions=[(S.Monoid.SUM, 0, F32)])
     (out,) = nx.map(_normalise_prog(), sums, counts, _spread(squared, (n, HIDDEN)))
