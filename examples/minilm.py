@@ -336,10 +336,27 @@ def _lap(name: str | None) -> None:
 # --------------------------------------------------------------------------
 
 
+#: ``_tiled``'s views, by the weight's identity and the shape, each with its
+#: weight (so that the identity stays its own); emptied when full.
+_TILED: Final[dict[tuple[int, tuple[int, ...]], tuple[Array, Array]]] = {}
+_TILED_MAX: Final = 1024
+
+
 def _tiled(x: Array, shape: Sequence[int]) -> Array:
     """x, whose axes are the last of ``shape`` (a bias ``[d]``), repeated over
-    the leading ones: a view (NumPy's broadcasting)."""
-    return x.view(Broadcast(tuple(shape)))
+    the leading ones: a view (NumPy's broadcasting). Made once per array and
+    shape: every batch of a length reads the same views of the weights (a
+    view costs tens of microseconds of Python, and a call given the same
+    view finds its plan by identity)."""
+    key = (id(x), tuple(shape))
+    known = _TILED.get(key)
+    if known is not None and known[0] is x:
+        return known[1]
+    view = x.view(Broadcast(key[1]))
+    if len(_TILED) >= _TILED_MAX:
+        _TILED.clear()
+    _TILED[key] = (x, view)
+    return view
 
 
 def _spread(x: Array, shape: Sequence[int]) -> Array:
