@@ -76,13 +76,13 @@ _TWIN32: Final[dict[Unary, str]] = {Unary.EXP: "simdfloat32.expf_one",
 _EXP64: Final = _TWIN[Unary.EXP, "float64"]
 _EXP64_FAST: Final = "simdfloat64.exp64_normal_one"
 _FLOATS: Final = ("float32", "float64")
+_NP: Final = {"float32": "np.float32", "float64": "np.float64"}
 
 #: How an operand of a loop of ``rows × cols`` elements holds its values: one
 #: per element, one per column (each row the same), one per row.
 EACH: Final = 0
 PER_COLUMN: Final = 1
 PER_ROW: Final = 2
-_NP: Final = {"float32": "np.float32", "float64": "np.float64"}
 
 
 @final
