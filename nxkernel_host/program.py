@@ -679,37 +679,61 @@ def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
 def _rows(reads: Sequence[Arr], shape: tuple[int, ...]
           ) -> tuple[int, tuple[int, ...], list[Arr]] | None:
     """The loop over ``shape`` as rows of its last axes, ``(cols, spreads,
-    flats)``: the fewest leading axes (one at least) whose rows every read
-    holds as one value per element (C-contiguous), per column (the same
-    C-contiguous values in every row) or per row (C-contiguous along the
-    leading axes, the same along a row), each read as a 1-D view of the
-    values it holds; None where no split has every read so (an operand of
-    one value, or one broadcast along a middle axis)."""
+    flats)`` (``_split``), each read as a 1-D view of the values it holds;
+    None where no split has every read so."""
+    split = _split(shape, tuple([a.strides for a in reads]), tuple([a.itemsize for a in reads]))
+    if split is None:
+        return None
+    k, spreads = split
+    per_row: tuple[Any, ...] = (Ellipsis, *(0,) * (len(shape) - k))
+    flats = [(a if s == F.EACH else a[(0,) * k] if s == F.PER_COLUMN else a[per_row]).reshape(-1)
+             for a, s in zip(reads, spreads, strict=True)]
+    return math.prod(shape[k:]), spreads, flats
+
+
+@functools.lru_cache(maxsize=1024)
+def _split(shape: tuple[int, ...], strides: tuple[tuple[int, ...], ...], items: tuple[int, ...]
+           ) -> tuple[int, tuple[int, ...]] | None:
+    """``(k, spreads)``: the fewest leading axes ``k`` (one at least) whose rows
+    every read (of ``shape``, byte ``strides`` and ``items`` bytes an
+    element) holds as one value per element (C-contiguous), per column (the
+    same C-contiguous values in every row) or per row (C-contiguous along the
+    leading axes, the same along a row); None where no split has every read
+    so (an operand of one value, or one broadcast along a middle axis). Made
+    once per shape and strides: it reads nothing else."""
     for k in range(1, len(shape)):
-        cols = math.prod(shape[k:])
-        if cols < 2 or math.prod(shape[:k]) < 2:
+        if math.prod(shape[k:]) < 2 or math.prod(shape[:k]) < 2:
             continue
         spreads: list[int] = []
-        flats: list[Arr] = []
-        for a in reads:
-            lead = all(s == 0 or d == 1 for s, d in zip(a.strides[:k], shape[:k], strict=True))
-            tail = all(s == 0 or d == 1 for s, d in zip(a.strides[k:], shape[k:], strict=True))
+        for st, item in zip(strides, items, strict=True):
+            lead = all(s == 0 or d == 1 for s, d in zip(st[:k], shape[:k], strict=True))
+            tail = all(s == 0 or d == 1 for s, d in zip(st[k:], shape[k:], strict=True))
             if lead == tail:
-                if lead or not a.flags.c_contiguous:
+                if lead or not _c_order(shape, st, item):
                     break
                 spreads.append(F.EACH)
-                flats.append(a.reshape(-1))
-                continue
-            # The values a row holds (a's first row), or those a column holds.
-            index: tuple[Any, ...] = (0,) * k if lead else (Ellipsis, *(0,) * (len(shape) - k))
-            held = a[index]
-            if not held.flags.c_contiguous:
-                break
-            spreads.append(F.PER_COLUMN if lead else F.PER_ROW)
-            flats.append(held.reshape(-1))
+            elif lead:
+                if not _c_order(shape[k:], st[k:], item):
+                    break
+                spreads.append(F.PER_COLUMN)
+            else:
+                if not _c_order(shape[:k], st[:k], item):
+                    break
+                spreads.append(F.PER_ROW)
         else:
-            return cols, tuple(spreads), flats
+            return k, tuple(spreads)
     return None
+
+
+def _c_order(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> bool:
+    """Whether elements of ``item`` bytes at ``shape`` and byte ``strides`` are
+    C-contiguous (NumPy's flag: an extent of 1 has any stride)."""
+    want = item
+    for d, s in zip(reversed(shape), reversed(strides), strict=True):
+        if d != 1 and s != want:
+            return False
+        want *= d
+    return True
 
 
 def fused_box(size: int, threads: int) -> int:
