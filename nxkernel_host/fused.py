@@ -48,7 +48,7 @@ import numpy.typing as npt
 
 from nxkernel_core.prog import Binary, Convert, In, Op1, Op2, Op3, Prog, Ternary, Unary, operands_of
 
-__all__ = ["EACH", "PER_COLUMN", "PER_ROW", "Fused", "live_nodes", "plan"]
+__all__ = ["EACH", "PER_COLUMN", "PER_ROW", "Fused", "has_loop", "live_nodes", "plan"]
 
 Arr = npt.NDArray[Any]
 
@@ -288,6 +288,13 @@ def _expr(prog: Prog, i: int, node: Any, name: dict[int, str], number: dict[int,
     if isinstance(node, Op3) and node.kind is Ternary.FMA and dt == "float64":
         return f"fma({name[node.c]}, {name[node.x]}, {name[node.y]})"
     return None
+
+
+def has_loop(prog: Prog, consts: Sequence[Any]) -> bool:
+    """Whether ``plan`` makes ``prog`` a loop of ``EACH`` reads (every live
+    node has a compiled twin, and there is an output), found without
+    compiling it."""
+    return bool(prog.outs) and _source(prog, consts) is not None
 
 
 def plan(prog: Prog, consts: Sequence[Any], spreads: Sequence[int] | None = None

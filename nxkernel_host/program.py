@@ -174,8 +174,8 @@ class Evaluator:
     ``ev.run(...)`` to evaluate into scratch buffers and destinations.
     """
 
-    __slots__ = ("_consts", "_coords", "_fused", "_in_rooted", "_ins", "_spread", "_steps", "box",
-                 "first", "prog", "single", "work")
+    __slots__ = ("_consts", "_coords", "_fused", "_in_rooted", "_ins", "_reads", "_spread", "_steps",
+                 "box", "first", "prog", "single", "work")
 
     def __init__(self, prog: Prog) -> None:
         self.prog: Final = prog
@@ -257,6 +257,7 @@ class Evaluator:
         #: The compiled loops over rows, by their reads' spreads (at most
         #: ``_SPREADS_MAX``).
         self._spread: dict[tuple[int, ...], F.Fused | None] = {}
+        self._reads: tuple[np.dtype[Any] | None, ...] | object | None = _UNKNOWN
         #: Elements run in loops of ``FUSE_MIN`` or more (counted without a
         #: lock: a lost count only delays the compiled loop).
         self.work = 0
@@ -267,6 +268,21 @@ class Evaluator:
         if self._fused is _UNKNOWN:
             self._fused = F.plan(self.prog, self._consts)
         return self._fused  # type: ignore[return-value]
+
+    def reads(self) -> tuple[np.dtype[Any] | None, ...] | None:
+        """Each operand's host type where an output reads it, else None (a
+        compiled loop's ``in_dtypes``); None where the program has no
+        compiled loop (``fused.has_loop``). Found once, without compiling."""
+        if self._reads is _UNKNOWN:
+            if not F.has_loop(self.prog, self._consts):
+                self._reads = None
+            else:
+                live = F.live_nodes(self.prog, self._consts)
+                read = {n.index for i, n in enumerate(self.prog.nodes)
+                        if live[i] and isinstance(n, In)}
+                self._reads = tuple(self.prog.ins[k].numpy_dtype if k in read else None
+                                    for k in range(self.prog.n_ins))
+        return self._reads  # type: ignore[return-value]
 
     def fused_rows(self, spreads: tuple[int, ...]) -> F.Fused | None:
         """The program as one compiled loop over rows whose reads have
@@ -641,12 +657,12 @@ def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
     reads is of its host type and C-contiguous of ``shape`` or spread over
     rows (``_rows``), and a target that shares memory with an input it reads
     is that input (each element is read before it is written); False, having
-    written nothing, otherwise."""
-    fz = ev.fused()
-    if fz is None:
+    written nothing, otherwise. Only the loop a call runs is compiled."""
+    dts = ev.reads()
+    if dts is None:
         return False
-    reads = [a for a, dt in zip(inputs, fz.in_dtypes, strict=True) if dt is not None]
-    if any(a.dtype != dt for a, dt in zip(inputs, fz.in_dtypes, strict=True) if dt is not None):
+    reads = [a for a, dt in zip(inputs, dts, strict=True) if dt is not None]
+    if any(a.dtype != dt for a, dt in zip(inputs, dts, strict=True) if dt is not None):
         return False
     for t, o in zip(targets, ev.prog.outs, strict=True):
         if (t.shape != shape or not t.flags.c_contiguous
@@ -657,6 +673,9 @@ def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
     outs = [t.reshape(-1) for t in targets]
     size = outs[0].size
     if all(a.shape == shape and a.flags.c_contiguous for a in reads):
+        fz = ev.fused()
+        if fz is None:
+            return False
         ins = [a.reshape(-1) for a in reads]
         box = fused_box(size, pool.count())
         work = _Boxes([(slice(a, min(a + box, size)),) for a in range(0, size, box)])
