@@ -38,6 +38,8 @@ once per process): ``program.map_into`` uses it for loops of
 
 from __future__ import annotations
 
+import functools
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,7 +50,7 @@ import numpy.typing as npt
 
 from nxkernel_core.prog import Binary, Convert, In, Op1, Op2, Op3, Prog, Ternary, Unary, operands_of
 
-__all__ = ["EACH", "PER_COLUMN", "PER_ROW", "Fused", "has_loop", "live_nodes", "plan"]
+__all__ = ["EACH", "PER_COLUMN", "PER_ROW", "Fused", "has_loop", "live_nodes", "plan", "rows"]
 
 Arr = npt.NDArray[Any]
 
@@ -324,6 +326,66 @@ def plan(prog: Prog, consts: Sequence[Any], spreads: Sequence[int] | None = None
     fused.run([np.zeros(1, prog.ins[k].numpy_dtype) for k in read],
               [np.zeros(1, prog.dtype(o).numpy_dtype) for o in prog.outs])
     return fused
+
+
+def rows(reads: Sequence[Arr], shape: tuple[int, ...]
+          ) -> tuple[int, tuple[int, ...], list[Arr]] | None:
+    """The loop over ``shape`` as rows of its last axes, ``(cols, spreads,
+    flats)`` (``_split``), each read as a 1-D view of the values it holds;
+    None where no split has every read so."""
+    split = _split(shape, tuple([a.strides for a in reads]), tuple([a.itemsize for a in reads]))
+    if split is None:
+        return None
+    k, spreads = split
+    per_row: tuple[Any, ...] = (Ellipsis, *(0,) * (len(shape) - k))
+    flats = [(a if s == EACH else a[(0,) * k] if s == PER_COLUMN else a[per_row]).reshape(-1)
+             for a, s in zip(reads, spreads, strict=True)]
+    return math.prod(shape[k:]), spreads, flats
+
+
+@functools.lru_cache(maxsize=1024)
+def _split(shape: tuple[int, ...], strides: tuple[tuple[int, ...], ...], items: tuple[int, ...]
+           ) -> tuple[int, tuple[int, ...]] | None:
+    """``(k, spreads)``: the fewest leading axes ``k`` (one at least) whose rows
+    every read (of ``shape``, byte ``strides`` and ``items`` bytes an
+    element) holds as one value per element (C-contiguous), per column (the
+    same C-contiguous values in every row) or per row (C-contiguous along the
+    leading axes, the same along a row); None where no split has every read
+    so (an operand of one value, or one broadcast along a middle axis). Made
+    once per shape and strides: it reads nothing else."""
+    for k in range(1, len(shape)):
+        if math.prod(shape[k:]) < 2 or math.prod(shape[:k]) < 2:
+            continue
+        spreads: list[int] = []
+        for st, item in zip(strides, items, strict=True):
+            lead = all(s == 0 or d == 1 for s, d in zip(st[:k], shape[:k], strict=True))
+            tail = all(s == 0 or d == 1 for s, d in zip(st[k:], shape[k:], strict=True))
+            if lead == tail:
+                if lead or not _c_order(shape, st, item):
+                    break
+                spreads.append(EACH)
+            elif lead:
+                if not _c_order(shape[k:], st[k:], item):
+                    break
+                spreads.append(PER_COLUMN)
+            else:
+                if not _c_order(shape[:k], st[:k], item):
+                    break
+                spreads.append(PER_ROW)
+        else:
+            return k, tuple(spreads)
+    return None
+
+
+def _c_order(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> bool:
+    """Whether elements of ``item`` bytes at ``shape`` and byte ``strides`` are
+    C-contiguous (NumPy's flag: an extent of 1 has any stride)."""
+    want = item
+    for d, s in zip(reversed(shape), reversed(strides), strict=True):
+        if d != 1 and s != want:
+            return False
+        want *= d
+    return True
 
 
 def _pack(values: list[Any], dtype: type[np.floating[Any]]) -> Arr:

@@ -655,7 +655,7 @@ def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
     """``map_into`` by the program's compiled loop, where it has one, every
     target is C-contiguous of ``shape`` and of its host type, every input it
     reads is of its host type and C-contiguous of ``shape`` or spread over
-    rows (``_rows``), and a target that shares memory with an input it reads
+    rows (``fused.rows``), and a target that shares memory with an input it reads
     is that input (each element is read before it is written); False, having
     written nothing, otherwise. Only the loop a call runs is compiled."""
     dts = ev.reads()
@@ -681,7 +681,7 @@ def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
         work = _Boxes([(slice(a, min(a + box, size)),) for a in range(0, size, box)])
         _share(work, functools.partial(_run_fused, fz, ins, outs), True)
         return True
-    grid = _rows(reads, shape)
+    grid = F.rows(reads, shape)
     if grid is None:
         return False
     cols, spreads, ins = grid
@@ -692,66 +692,6 @@ def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
     step = max(1, fused_box(size, pool.count()) // cols)
     work = _Boxes([(slice(r, min(r + step, rows)),) for r in range(0, rows, step)])
     _share(work, functools.partial(_run_rows, fr, ins, outs, cols), True)
-    return True
-
-
-def _rows(reads: Sequence[Arr], shape: tuple[int, ...]
-          ) -> tuple[int, tuple[int, ...], list[Arr]] | None:
-    """The loop over ``shape`` as rows of its last axes, ``(cols, spreads,
-    flats)`` (``_split``), each read as a 1-D view of the values it holds;
-    None where no split has every read so."""
-    split = _split(shape, tuple([a.strides for a in reads]), tuple([a.itemsize for a in reads]))
-    if split is None:
-        return None
-    k, spreads = split
-    per_row: tuple[Any, ...] = (Ellipsis, *(0,) * (len(shape) - k))
-    flats = [(a if s == F.EACH else a[(0,) * k] if s == F.PER_COLUMN else a[per_row]).reshape(-1)
-             for a, s in zip(reads, spreads, strict=True)]
-    return math.prod(shape[k:]), spreads, flats
-
-
-@functools.lru_cache(maxsize=1024)
-def _split(shape: tuple[int, ...], strides: tuple[tuple[int, ...], ...], items: tuple[int, ...]
-           ) -> tuple[int, tuple[int, ...]] | None:
-    """``(k, spreads)``: the fewest leading axes ``k`` (one at least) whose rows
-    every read (of ``shape``, byte ``strides`` and ``items`` bytes an
-    element) holds as one value per element (C-contiguous), per column (the
-    same C-contiguous values in every row) or per row (C-contiguous along the
-    leading axes, the same along a row); None where no split has every read
-    so (an operand of one value, or one broadcast along a middle axis). Made
-    once per shape and strides: it reads nothing else."""
-    for k in range(1, len(shape)):
-        if math.prod(shape[k:]) < 2 or math.prod(shape[:k]) < 2:
-            continue
-        spreads: list[int] = []
-        for st, item in zip(strides, items, strict=True):
-            lead = all(s == 0 or d == 1 for s, d in zip(st[:k], shape[:k], strict=True))
-            tail = all(s == 0 or d == 1 for s, d in zip(st[k:], shape[k:], strict=True))
-            if lead == tail:
-                if lead or not _c_order(shape, st, item):
-                    break
-                spreads.append(F.EACH)
-            elif lead:
-                if not _c_order(shape[k:], st[k:], item):
-                    break
-                spreads.append(F.PER_COLUMN)
-            else:
-                if not _c_order(shape[:k], st[:k], item):
-                    break
-                spreads.append(F.PER_ROW)
-        else:
-            return k, tuple(spreads)
-    return None
-
-
-def _c_order(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> bool:
-    """Whether elements of ``item`` bytes at ``shape`` and byte ``strides`` are
-    C-contiguous (NumPy's flag: an extent of 1 has any stride)."""
-    want = item
-    for d, s in zip(reversed(shape), reversed(strides), strict=True):
-        if d != 1 and s != want:
-            return False
-        want *= d
     return True
 
 
