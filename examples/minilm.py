@@ -269,10 +269,10 @@ def _mask_prog() -> Prog:
 
 @functools.cache
 def _masked_prog() -> Prog:
-    """``(h · mask, mask)``: the terms of the pooled sums and of the counts."""
+    """``h · mask``: the terms of the pooled sums."""
     b = Prog.build([F32, F32])
     h, m = b.ins
-    return b.finish(h * m, m)
+    return b.finish(h * m)
 
 
 @functools.cache
@@ -336,10 +336,27 @@ def _lap(name: str | None) -> None:
 # --------------------------------------------------------------------------
 
 
+#: ``_tiled``'s views, by the weight's identity and the shape, each with its
+#: weight (so that the identity stays its own); emptied when full.
+_TILED: Final[dict[tuple[int, tuple[int, ...]], tuple[Array, Array]]] = {}
+_TILED_MAX: Final = 1024
+
+
 def _tiled(x: Array, shape: Sequence[int]) -> Array:
     """x, whose axes are the last of ``shape`` (a bias ``[d]``), repeated over
-    the leading ones: a view (NumPy's broadcasting)."""
-    return x.view(Broadcast(tuple(shape)))
+    the leading ones: a view (NumPy's broadcasting). Made once per array and
+    shape: every batch of a length reads the same views of the weights (a
+    view costs tens of microseconds of Python, and a call given the same
+    view finds its plan by identity)."""
+    key = (id(x), tuple(shape))
+    known = _TILED.get(key)
+    if known is not None and known[0] is x:
+        return known[1]
+    view = x.view(Broadcast(key[1]))
+    if len(_TILED) >= _TILED_MAX:
+        _TILED.clear()
+    _TILED[key] = (x, view)
+    return view
 
 
 def _spread(x: Array, shape: Sequence[int]) -> Array:
@@ -392,8 +409,10 @@ def _pool_normalise(h: Array, lengths: Array) -> Array:
     """The mean of each sentence's valid tokens, divided by its L2 norm: ``[n, 384]``."""
     n, t, _ = h.shape
     (mask,) = nx.map(_mask_prog(), _spread(lengths, (n, t)))
-    sums, counts = nx.reduce(_masked_prog(), h, _spread(mask, h.shape), axes=(1,),
-                             reductions=[(S.Monoid.SUM, 0, F32), (S.Monoid.SUM, 1, F32)])
+    (sums,) = nx.reduce(_masked_prog(), h, _spread(mask, h.shape), axes=(1,),
+                        reductions=[(S.Monoid.SUM, 0, F32)])
+    # Each sentence's count once (a sum of ones: exact in any order), not per feature.
+    counts = _spread(nx.sum(mask, axis=1), (n, HIDDEN))
     (squared,) = nx.reduce(_mean_squared_prog(), sums, counts, axes=(1,),
                            reductions=[(S.Monoid.SUM, 0, F32)])
     (out,) = nx.map(_normalise_prog(), sums, counts, _spread(squared, (n, HIDDEN)))
@@ -409,12 +428,14 @@ def embed_tokens(ids: Arr, types: Arr, lengths: Arr, device: str = "host") -> Ar
     n, t = ids.shape
     ids_a = nx.asarray(ids, device=dev)
     types_a = nx.asarray(types, device=dev)
-    positions = nx.asarray(np.arange(t, dtype=np.int64), device=dev)
+    # Each token's position, per sentence: the gathered rows are then laid out
+    # as the word rows are, so the layer norm's compiled loop reads all three
+    # (a table of [t, 384] repeated over the sentences it could not).
+    positions = nx.asarray(np.broadcast_to(np.arange(t, dtype=np.int64), (n, t)), device=dev)
     lengths_a = nx.asarray(lengths, device=dev)
-    shape = (n, t, HIDDEN)
     word = nx.take(w.word, ids_a, axis=0)
     token_type = nx.take(w.token_type, types_a, axis=0)
-    position = _tiled(nx.take(w.position, positions, axis=0), shape)
+    position = nx.take(w.position, positions, axis=0)
     # BERT adds (word + token type) + position, then normalises.
     h = _layer_norm([word, token_type, position], w.ln_g, w.ln_b)
     _lap("embedding")

@@ -312,7 +312,15 @@ class Layout:
 
     def move(self, m: Move) -> Layout | None:
         """The layout ``m`` makes of this one; ``None`` for a Reshape no strides
-        express. Raises ``ValueError`` for a move that does not fit."""
+        express. Raises ``ValueError`` for a move that does not fit. Made once
+        per shape, strides, offset and move (``_moved``): a view of a warm
+        call's operand is the same layout object every call."""
+        try:
+            return _moved(self.shape, self.strides, self.offset, m)
+        except TypeError:  # a move holding something unhashable: made afresh
+            return self._move(m)
+
+    def _move(self, m: Move) -> Layout | None:
         match m:
             case Reshape(shape):
                 return self._reshape(shape)
@@ -462,6 +470,15 @@ def _is_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
             return False
         expected *= d
     return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _moved(shape: tuple[int, ...], strides: tuple[int, ...], offset: int, m: Move
+           ) -> Layout | None:
+    """``Layout.move``'s result for the layout of ``shape``, ``strides`` and
+    ``offset`` (made on a miss; a move that does not fit caches nothing, and
+    moves that compare equal make one layout, as ``_c_contiguous``'s keys)."""
+    return Layout(shape, strides, offset)._move(m)
 
 
 @functools.lru_cache(maxsize=1024)

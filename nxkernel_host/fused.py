@@ -21,14 +21,25 @@ path of Exp and Tanh converts its operand and result; the loop keeps every
 value in registers, one read of each operand and one write of each output per
 element (``x·sigmoid(x)`` of float32: four passes become one).
 
-Compiling a loop takes most of a second per program (Numba, once per program
-and process): ``program.map_into`` uses it for loops of ``program.FUSE_MIN``
-elements or more once the program has run ``program.FUSE_WORK`` elements in
-them, where that is small beside the work.
+The loop reads each operand as one value per element, or, where the caller
+views its loop as ``rows × cols`` (C order), as one value per column (the
+same in every row: a bias repeated over tokens) or one per row (the same
+along it: a token's mean, repeated over its features), its ``spreads``
+(``EACH``, ``PER_COLUMN``, ``PER_ROW``): a broadcast operand is read where
+it lies, never repeated into a temporary. Nodes of per-row operands and
+constants alone are computed once per row (the same operations on the same
+values: the same bits).
+
+Compiling a loop takes most of a second per program and spreads (Numba,
+once per process): ``program.map_into`` uses it for loops of
+``program.FUSE_MIN`` elements or more once the program has run
+``program.FUSE_WORK`` elements in them, where that is small beside the work.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,7 +50,7 @@ import numpy.typing as npt
 
 from nxkernel_core.prog import Binary, Convert, In, Op1, Op2, Op3, Prog, Ternary, Unary, operands_of
 
-__all__ = ["Fused", "live_nodes", "plan"]
+__all__ = ["EACH", "PER_COLUMN", "PER_ROW", "Fused", "has_loop", "live_nodes", "plan", "rows"]
 
 Arr = npt.NDArray[Any]
 
@@ -69,13 +80,21 @@ _EXP64_FAST: Final = "simdfloat64.exp64_normal_one"
 _FLOATS: Final = ("float32", "float64")
 _NP: Final = {"float32": "np.float32", "float64": "np.float64"}
 
+#: How an operand of a loop of ``rows × cols`` elements holds its values: one
+#: per element, one per column (each row the same), one per row.
+EACH: Final = 0
+PER_COLUMN: Final = 1
+PER_ROW: Final = 2
+
 
 @final
 @dataclass(frozen=True, slots=True)
 class Fused:
-    """A program's loop: ``run(reads, targets)`` over 1-D C-contiguous arrays
-    of one length, one per operand the program reads (of its ``in_dtypes``,
-    in order) and one per output (of its dtype)."""
+    """A program's loop: ``run(reads, targets, rows)`` over 1-D C-contiguous
+    arrays, one per operand the program reads (of its ``in_dtypes``, in
+    order) and one per output (of its dtype), the outputs of one length
+    ``rows · cols``; a read holds that many values, or, where ``spreads``
+    says so, ``cols`` (``PER_COLUMN``) or ``rows`` (``PER_ROW``)."""
 
     source: str
     kernel: Callable[..., None]
@@ -83,26 +102,38 @@ class Fused:
     consts64: Arr
     #: Each operand's host type where the program reads it, else None.
     in_dtypes: tuple[np.dtype[Any] | None, ...]
+    #: Each read's spread; None: every read ``EACH`` (a loop of one row).
+    spreads: tuple[int, ...] | None = None
 
-    def run(self, reads: Sequence[Arr], targets: Sequence[Arr]) -> None:
+    def run(self, reads: Sequence[Arr], targets: Sequence[Arr], rows: int = 1) -> None:
         """Every output at every element, written into ``targets``."""
-        self.kernel(*reads, *targets, self.consts32, self.consts64)
+        if self.spreads is None:
+            self.kernel(*reads, *targets, self.consts32, self.consts64)
+        else:
+            self.kernel(*reads, *targets, rows, self.consts32, self.consts64)
 
 
-def _source(prog: Prog, consts: Sequence[Any]
+def _source(prog: Prog, consts: Sequence[Any], spreads: Sequence[int] | None = None
             ) -> tuple[str, list[Any], list[Any], list[int]] | None:
     """The loop's source, its float32 and float64 constants and the operands it
     reads (the loop's first arguments, in order), or None where a
-    live node has no compiled twin (see the module's doc). ``consts[i]`` is
-    node ``i``'s value where it is of constants alone (signalling NaNs quiet,
-    as the evaluator reads them)."""
+    live node has no compiled twin (see the module's doc), or where
+    ``spreads`` (one per operand the program reads; None: all ``EACH``) is
+    given and a float64 Exp is live. ``consts[i]`` is node ``i``'s value
+    where it is of constants alone (signalling NaNs quiet, as the evaluator
+    reads them)."""
     live = live_nodes(prog, consts)
+    read = sorted({nd.index for i, nd in enumerate(prog.nodes) if live[i] and isinstance(nd, In)})
+    spread = dict(zip(read, spreads or [EACH] * len(read), strict=True))
     c32: list[Any] = []
     c64: list[Any] = []
     head: list[str] = []
+    #: Lines computed once per row (of per-row operands and constants alone).
+    outer: list[str] = []
     body: list[str] = []
     name: dict[int, str] = {}
     number: dict[int, bool] = {}
+    per_row: set[int] = set()
     #: Each float64 Exp's argument, by its line in ``body``.
     exps: dict[int, str] = {}
     for i, node in enumerate(prog.nodes):
@@ -119,7 +150,12 @@ def _source(prog: Prog, consts: Sequence[Any]
             name[i] = f"k{i}"
             continue
         if isinstance(node, In):
-            body.append(f"        v{i} = a{node.index}[j]")
+            k = node.index
+            if spread[k] == PER_ROW:
+                outer.append(f"        v{i} = a{k}[r]")
+                per_row.add(i)
+            else:
+                body.append(f"        v{i} = a{k}{'s' if spreads and spread[k] == EACH else ''}[j]")
             name[i] = f"v{i}"
             continue
         expr = _expr(prog, i, node, name, number)
@@ -127,14 +163,33 @@ def _source(prog: Prog, consts: Sequence[Any]
             return None
         if expr in name.values():  # Copy, or a Cast into the same dtype: the same value
             name[i] = expr
+            if all(a in per_row or consts[a] is not None for a in operands_of(node)):
+                per_row.add(i)
             continue
         if isinstance(node, Op1) and _EXP64 in expr:
+            if spreads is not None:
+                return None
             exps[len(body)] = name[node.x]
-        body.append(f"        v{i} = {expr}")
+        if spreads is not None and all(a in per_row or consts[a] is not None
+                                       for a in operands_of(node)):
+            outer.append(f"        v{i} = {expr}")
+            per_row.add(i)
+        else:
+            body.append(f"        v{i} = {expr}")
         name[i] = f"v{i}"
-    read = sorted({nd.index for i, nd in enumerate(prog.nodes) if live[i] and isinstance(nd, In)})
     ins = [f"a{k}" for k in read]
     outs = [f"o{k}" for k in range(len(prog.outs))]
+    if spreads is not None:
+        # Each row's slice views of the per-element operands and the outputs,
+        # read and written at [j]: indexing from ``r · cols`` would keep LLVM's
+        # loads scalar.
+        each = [f"a{k}" for k in read if spread[k] == EACH] + outs
+        lines = [f"def kernel({', '.join([*ins, *outs])}, rows, c32, c64):", "    wide_vectors()",
+                 *head, "    cols = o0.size // rows", "    for r in range(rows):",
+                 *(f"        {x}s = {x}[r * cols:(r + 1) * cols]" for x in each), *outer,
+                 "        for j in range(cols):", *("    " + line for line in body),
+                 *(f"            o{k}s[j] = {name[o]}" for k, o in enumerate(prog.outs))]
+        return "\n".join(lines) + "\n", c32, c64, read
     stores = [f"        o{k}[j] = {name[o]}" for k, o in enumerate(prog.outs)]
     lines = [f"def kernel({', '.join([*ins, *outs])}, c32, c64):", "    wide_vectors()", *head]
     if exps:
@@ -237,10 +292,18 @@ def _expr(prog: Prog, i: int, node: Any, name: dict[int, str], number: dict[int,
     return None
 
 
-def plan(prog: Prog, consts: Sequence[Any]) -> Fused | None:
+def has_loop(prog: Prog, consts: Sequence[Any]) -> bool:
+    """Whether ``plan`` makes ``prog`` a loop of ``EACH`` reads (every live
+    node has a compiled twin, and there is an output), found without
+    compiling it."""
+    return bool(prog.outs) and _source(prog, consts) is not None
+
+
+def plan(prog: Prog, consts: Sequence[Any], spreads: Sequence[int] | None = None
+         ) -> Fused | None:
     """``prog``'s loop, compiled now, or None where it has a node without a
-    compiled twin or no output (``consts`` as for ``_source``)."""
-    made = _source(prog, consts) if prog.outs else None
+    compiled twin or no output (``consts`` and ``spreads`` as for ``_source``)."""
+    made = _source(prog, consts, spreads) if prog.outs else None
     if made is None:
         return None
     source, c32, c64, read = made
@@ -256,12 +319,73 @@ def plan(prog: Prog, consts: Sequence[Any]) -> Fused | None:
     kernel = njit(nogil=True, error_model="numpy")(scope["kernel"])
     fused = Fused(source, kernel, _pack(c32, np.float32), _pack(c64, np.float64),
                   tuple(prog.ins[k].numpy_dtype if k in read else None
-                        for k in range(prog.n_ins)))
+                        for k in range(prog.n_ins)),
+                  None if spreads is None else tuple(spreads))
     # Compiled here, for the one signature every call has (1-D C-contiguous
     # float32 and float64 arrays), not in a pool thread during a map.
     fused.run([np.zeros(1, prog.ins[k].numpy_dtype) for k in read],
               [np.zeros(1, prog.dtype(o).numpy_dtype) for o in prog.outs])
     return fused
+
+
+def rows(reads: Sequence[Arr], shape: tuple[int, ...]
+          ) -> tuple[int, tuple[int, ...], list[Arr]] | None:
+    """The loop over ``shape`` as rows of its last axes, ``(cols, spreads,
+    flats)`` (``_split``), each read as a 1-D view of the values it holds;
+    None where no split has every read so."""
+    split = _split(shape, tuple([a.strides for a in reads]), tuple([a.itemsize for a in reads]))
+    if split is None:
+        return None
+    k, spreads = split
+    per_row: tuple[Any, ...] = (Ellipsis, *(0,) * (len(shape) - k))
+    flats = [(a if s == EACH else a[(0,) * k] if s == PER_COLUMN else a[per_row]).reshape(-1)
+             for a, s in zip(reads, spreads, strict=True)]
+    return math.prod(shape[k:]), spreads, flats
+
+
+@functools.lru_cache(maxsize=1024)
+def _split(shape: tuple[int, ...], strides: tuple[tuple[int, ...], ...], items: tuple[int, ...]
+           ) -> tuple[int, tuple[int, ...]] | None:
+    """``(k, spreads)``: the fewest leading axes ``k`` (one at least) whose rows
+    every read (of ``shape``, byte ``strides`` and ``items`` bytes an
+    element) holds as one value per element (C-contiguous), per column (the
+    same C-contiguous values in every row) or per row (C-contiguous along the
+    leading axes, the same along a row); None where no split has every read
+    so (an operand of one value, or one broadcast along a middle axis). Made
+    once per shape and strides: it reads nothing else."""
+    for k in range(1, len(shape)):
+        if math.prod(shape[k:]) < 2 or math.prod(shape[:k]) < 2:
+            continue
+        spreads: list[int] = []
+        for st, item in zip(strides, items, strict=True):
+            lead = all(s == 0 or d == 1 for s, d in zip(st[:k], shape[:k], strict=True))
+            tail = all(s == 0 or d == 1 for s, d in zip(st[k:], shape[k:], strict=True))
+            if lead == tail:
+                if lead or not _c_order(shape, st, item):
+                    break
+                spreads.append(EACH)
+            elif lead:
+                if not _c_order(shape[k:], st[k:], item):
+                    break
+                spreads.append(PER_COLUMN)
+            else:
+                if not _c_order(shape[:k], st[:k], item):
+                    break
+                spreads.append(PER_ROW)
+        else:
+            return k, tuple(spreads)
+    return None
+
+
+def _c_order(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> bool:
+    """Whether elements of ``item`` bytes at ``shape`` and byte ``strides`` are
+    C-contiguous (NumPy's flag: an extent of 1 has any stride)."""
+    want = item
+    for d, s in zip(reversed(shape), reversed(strides), strict=True):
+        if d != 1 and s != want:
+            return False
+        want *= d
+    return True
 
 
 def _pack(values: list[Any], dtype: type[np.floating[Any]]) -> Arr:

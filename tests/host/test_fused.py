@@ -178,6 +178,73 @@ def test_float64_exp_in_chunks_has_the_full_functions_bits() -> None:
             assert ((targets[1].view(np.uint64) == sig.view(np.uint64)) | np.isnan(sig)).all(), k
 
 
+def _layer_norm(dt: D.Dtype) -> Prog:
+    """``(x + bias − mean) · (1/√(var + eps)) · gamma + beta`` and the
+    statistic ``1/√(var + eps)`` alone (a node of per-row operands)."""
+    b = Prog.build([dt] * 6)
+    x, bias, mean, var, gamma, beta = b.ins
+    rstd = b.recip(b.sqrt(var + 1e-5))
+    return b.finish((x + bias - mean) * rstd * gamma + beta, rstd)
+
+
+@pytest.mark.usefixtures("loops")
+@pytest.mark.parametrize("dt", [D.float32, D.float64], ids=lambda d: d.name)
+@pytest.mark.parametrize("shape", [(3, 5, 7), (2, 40, 1000), (1, 300, 384), (70, 1, 9)], ids=str)
+def test_broadcast_operands_give_the_evaluators_bits(dt: D.Dtype, shape: tuple[int, ...]) -> None:
+    """Operands broadcast over rows (a bias, gamma and beta of the last axis)
+    and along them (a mean and variance per row) are read where they lie, by
+    the loop over rows: every output's bits equal the node-by-node
+    evaluator's, on 1 to 3 threads; so do ``_program``'s over such operands,
+    and the loop over rows is made."""
+    rng = rng_for("fused rows", dt.name, shape)
+    n = int(np.prod(shape))
+    row, last = shape[:-1], shape[-1]
+
+    def across() -> Arr:  # one value per column, the same in every row
+        return np.broadcast_to(values(dt, last, rng), shape)
+
+    def along() -> Arr:  # one value per row, the same along it
+        return np.broadcast_to(values(dt, int(np.prod(row)), rng).reshape(*row, 1), shape)
+
+    p = _layer_norm(dt)
+    xs = [values(dt, n, rng).reshape(shape), across(), along(), np.abs(along()), across(),
+          across()]
+    cases = [(p, xs)]
+    if dt is D.float32:
+        other = values(D.float64, int(np.prod(row)), rng).reshape(*row, 1)
+        cases.append((_program(dt), [values(dt, n, rng).reshape(shape), across(),
+                                     np.broadcast_to(other, shape)]))
+    for prog, ins in cases:
+        plain = ~np.any([np.isnan(a) for a in ins], axis=0)
+        want = _map(prog, ins, False, 1)
+        for t in (1, 2, 3):
+            got = _map(prog, ins, True, t)
+            for k, (w, g) in enumerate(zip(want, got, strict=True)):
+                u = f"u{w.itemsize}"
+                assert np.array_equal(np.isnan(w), np.isnan(g)), (k, t)
+                same = w.view(u) == g.view(u)
+                assert (same | np.isnan(w)).all(), (k, t)
+                assert same[plain].all(), (k, t)
+        if shape[0] * shape[1] > 1:
+            assert program.compile(prog)._spread, shape
+
+
+@pytest.mark.usefixtures("loops")
+def test_an_operand_broadcast_along_a_middle_axis_stays_with_the_evaluator() -> None:
+    """An operand repeated along a middle axis only (a position table over a
+    batch) fits no rows: the evaluator computes the loop, with its bits."""
+    rng = rng_for("fused middle")
+    shape = (4, 30, 600)
+    p = _layer_norm(D.float32)
+    mid = np.broadcast_to(values(D.float32, 30 * 600, rng).reshape(30, 600), shape)
+    xs = [mid, *[values(D.float32, int(np.prod(shape)), rng).reshape(shape) for _ in range(5)]]
+    want = _map(p, xs, False, 1)
+    got = _map(p, xs, True, 2)
+    for w, g in zip(want, got, strict=True):
+        assert np.array_equal(np.isnan(w), np.isnan(g))
+        assert ((w.view(np.uint32) == g.view(np.uint32)) | np.isnan(w)).all()
+
+
 def test_a_compiled_loops_boxes() -> None:
     """Boxes of a multiple of 4096 elements from 2^16 to 2^20, at least four
     per thread where boxes of 2^16 make that many."""
