@@ -95,15 +95,7 @@ def _agree(dt: D.Dtype, n: int, seed: int) -> None:
     xs[1][::5] = xs[0][::5]
     plain = ~(np.isnan(xs[0]) | np.isnan(xs[1]) | np.isnan(xs[2]))
     assert n < 100 or plain.sum() > n // 2
-    want = _map(p, xs, False, 1)
-    for t in (1, 2, 3):
-        got = _map(p, xs, True, t)
-        for k, (w, g) in enumerate(zip(want, got, strict=True)):
-            u = f"u{w.itemsize}"
-            assert np.array_equal(np.isnan(w), np.isnan(g)), (k, t)
-            same = w.view(u) == g.view(u)
-            assert (same | np.isnan(w)).all(), (k, t, np.flatnonzero(~same)[:4])
-            assert same[plain].all(), (k, t)
+    _loop_has_the_evaluators_bits(p, xs, plain)
 
 
 @pytest.mark.usefixtures("loops")
@@ -215,16 +207,7 @@ def test_broadcast_operands_give_the_evaluators_bits(dt: D.Dtype, shape: tuple[i
         cases.append((_program(dt), [values(dt, n, rng).reshape(shape), across(),
                                      np.broadcast_to(other, shape)]))
     for prog, ins in cases:
-        plain = ~np.any([np.isnan(a) for a in ins], axis=0)
-        want = _map(prog, ins, False, 1)
-        for t in (1, 2, 3):
-            got = _map(prog, ins, True, t)
-            for k, (w, g) in enumerate(zip(want, got, strict=True)):
-                u = f"u{w.itemsize}"
-                assert np.array_equal(np.isnan(w), np.isnan(g)), (k, t)
-                same = w.view(u) == g.view(u)
-                assert (same | np.isnan(w)).all(), (k, t)
-                assert same[plain].all(), (k, t)
+        _loop_has_the_evaluators_bits(prog, ins, ~np.any([np.isnan(a) for a in ins], axis=0))
         if shape[0] * shape[1] > 1:
             assert program.compile(prog)._spread, shape
 
@@ -284,3 +267,18 @@ def test_kinds_without_a_twin_stay_with_the_evaluator(dt: D.Dtype, kind: Unary |
     (x,) = b.ins
     coord = b.finish(x * b.cast(b.coord(0), D.float32))
     assert program.Evaluator(coord).fused() is None
+
+
+def _loop_has_the_evaluators_bits(prog: Prog, ins: list[Arr], plain: Arr) -> None:
+    """``prog`` over ``ins`` by its compiled loop on 1, 2 and 3 threads gives the
+    node-by-node evaluator's bits: the same NaN positions, and every bit where
+    no operand is a NaN (``plain``); elsewhere a NaN's payload may differ."""
+    want = _map(prog, ins, False, 1)
+    for t in (1, 2, 3):
+        got = _map(prog, ins, True, t)
+        for k, (w, g) in enumerate(zip(want, got, strict=True)):
+            u = f"u{w.itemsize}"
+            assert np.array_equal(np.isnan(w), np.isnan(g)), (k, t)
+            same = w.view(u) == g.view(u)
+            assert (same | np.isnan(w)).all(), (k, t, np.flatnonzero(~same)[:4])
+            assert same[plain].all(), (k, t)
