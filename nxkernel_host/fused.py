@@ -50,7 +50,7 @@ import numpy.typing as npt
 
 from nxkernel_core.prog import Binary, Convert, In, Op1, Op2, Op3, Prog, Ternary, Unary, operands_of
 
-__all__ = ["EACH", "PER_COLUMN", "PER_ROW", "Fused", "has_loop", "live_nodes", "plan", "rows"]
+__all__ = ["EACH", "PER_COLUMN", "PER_ROW", "Fused", "live_nodes", "loop_reads", "plan", "rows"]
 
 Arr = npt.NDArray[Any]
 
@@ -292,11 +292,12 @@ def _expr(prog: Prog, i: int, node: Any, name: dict[int, str], number: dict[int,
     return None
 
 
-def has_loop(prog: Prog, consts: Sequence[Any]) -> bool:
-    """Whether ``plan`` makes ``prog`` a loop of ``EACH`` reads (every live
-    node has a compiled twin, and there is an output), found without
-    compiling it."""
-    return bool(prog.outs) and _source(prog, consts) is not None
+def loop_reads(prog: Prog, consts: Sequence[Any]) -> list[int] | None:
+    """The operands ``plan``'s loop of ``EACH`` reads, in order, or None where
+    ``plan`` makes no loop (a live node without a compiled twin, or no
+    output), found without compiling it."""
+    made = _source(prog, consts) if prog.outs else None
+    return None if made is None else made[3]
 
 
 def plan(prog: Prog, consts: Sequence[Any], spreads: Sequence[int] | None = None

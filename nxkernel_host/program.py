@@ -272,16 +272,12 @@ class Evaluator:
     def reads(self) -> tuple[np.dtype[Any] | None, ...] | None:
         """Each operand's host type where an output reads it, else None (a
         compiled loop's ``in_dtypes``); None where the program has no
-        compiled loop (``fused.has_loop``). Found once, without compiling."""
+        compiled loop (``fused.loop_reads``). Found once, without compiling."""
         if self._reads is _UNKNOWN:
-            if not F.has_loop(self.prog, self._consts):
-                self._reads = None
-            else:
-                live = F.live_nodes(self.prog, self._consts)
-                read = {n.index for i, n in enumerate(self.prog.nodes)
-                        if live[i] and isinstance(n, In)}
-                self._reads = tuple(self.prog.ins[k].numpy_dtype if k in read else None
-                                    for k in range(self.prog.n_ins))
+            read = F.loop_reads(self.prog, self._consts)
+            self._reads = None if read is None else tuple(
+                self.prog.ins[k].numpy_dtype if k in read else None
+                for k in range(self.prog.n_ins))
         return self._reads  # type: ignore[return-value]
 
     def fused_rows(self, spreads: tuple[int, ...]) -> F.Fused | None:
