@@ -54,6 +54,9 @@ Arr = npt.NDArray[Any]
 #: Tiles of fewer rows than this take ``_shifted``'s Exp in a pass of its own
 #: over the flat tile (an Exp per row in the key loop would run on 4 lanes).
 _FLAT_ROWS: Final = 16
+#: Keys per step of the flat passes over such a tile: r·16 elements, whole
+#: vectors for any r.
+_FLAT_KEYS: Final = 16
 #: Elements of one chunk's tiles of outputs: one tile of ``ROWS × KEYS``.
 CHUNK: Final = ROWS * KEYS
 #: Fields of a row tile: lead index (flat), first query head, heads, first
@@ -77,15 +80,67 @@ FIELDS: Final = 14
 # pair is ``x = s × st[j, i]`` rounded once (no FMA: Numba does not contract).
 
 
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
-            keyok: Arr, m: Arr) -> None:  # pragma: no cover - compiled
-    """``m[i]``: the maximum of row i's visible outputs x, −∞ for none, a NaN
-    where one is a NaN. Reads the tile, writes nothing to it."""
+@njit(inline="always")
+def _flat_span(st: Arr, lo_max: int, hi_min: int, k0: int, keyok: Arr) -> tuple[int, int]:
+    """The tile rows [a, b) that ``_maxima`` and ``_shifted`` take in flat
+    passes: keys every row sees (``[lo_max, hi_min)``, each key's page
+    valid), in a C-contiguous tile of fewer than ``_FLAT_ROWS`` rows, at
+    least ``_FLAT_KEYS`` of them; (0, 0) where there are none. Row by row,
+    such a tile's loops over its few rows would not vectorise."""
     n, r = st.shape
-    for i in range(r):
-        m[i] = ninf
-    for j in range(n):
+    a, b = max(0, lo_max - k0), min(n, hi_min - k0)
+    if r >= _FLAT_ROWS or b - a < _FLAT_KEYS or not st.flags.c_contiguous:
+        return 0, 0
+    hidden = 0
+    for j in range(a, b):
+        hidden += keyok[j] == 0
+    return (0, 0) if hidden else (a, b)
+
+
+@njit(inline="always")
+def _flat_maxima(st: Arr, s: Any, ninf: Any, a: int, b: int, m: Arr) -> bool:
+    """``m[i]`` the maximum of the outputs x of tile rows [a, b) of row i (every
+    pair visible), as ``_maxima``'s loop finds it but over lanes of
+    ``_FLAT_KEYS`` keys: the flat tile in steps of ``r·_FLAT_KEYS``
+    elements, one running maximum per element of a step, then the lanes of
+    each row. False, m unset, where an output is a NaN or an infinity (``x −
+    x`` is then a NaN): which NaN ``_maxima`` keeps depends on the order, so
+    the row loop decides. Without NaNs the maximum is the same value in any
+    order (of +0 and −0 a lane may keep the other, which no Exp, sum or lse
+    tells apart)."""
+    r = st.shape[1]
+    flat = st.ravel()[a * r:b * r]
+    width = r * _FLAT_KEYS
+    lanes = np.full(width, ninf)
+    check = np.zeros(width, st.dtype)
+    whole = flat.shape[0] - flat.shape[0] % width
+    for f0 in range(0, whole, width):
+        step = flat[f0:f0 + width]
+        for lane in range(width):
+            x = s * step[lane]
+            mx = lanes[lane]
+            lanes[lane] = x if not x <= mx else mx
+            check[lane] += x - x
+    tail = flat[whole:]
+    for lane in range(tail.shape[0]):
+        x = s * tail[lane]
+        mx = lanes[lane]
+        lanes[lane] = x if not x <= mx else mx
+        check[lane] += x - x
+    for lane in range(width):
+        if check[lane] != 0:
+            return False
+        x, i = lanes[lane], lane % r
+        m[i] = x if x > m[i] else m[i]
+    return True
+
+
+@njit(inline="always")
+def _row_maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
+                keyok: Arr, j0: int, j1: int, m: Arr) -> None:
+    """``_maxima``'s loop over tile rows [j0, j1), in key order, row by row."""
+    r = st.shape[1]
+    for j in range(j0, j1):
         key = k0 + j
         if keyok[j] == 0:
             continue
@@ -100,6 +155,25 @@ def _maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: i
                 x = ninf if ((lo[i] > key) | (key >= hi[i])) else x
                 mi = m[i]
                 m[i] = x if ((x > mi) | (x != x)) else mi
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
+            keyok: Arr, m: Arr) -> None:  # pragma: no cover - compiled
+    """``m[i]``: the maximum of row i's visible outputs x, −∞ for none, a NaN
+    where one is a NaN (the last in key order). Reads the tile, writes
+    nothing to it. A tile of few rows takes its keys that every row sees in
+    flat passes (``_flat_maxima``), the others row by row."""
+    n, r = st.shape
+    for i in range(r):
+        m[i] = ninf
+    a, b = _flat_span(st, lo_max, hi_min, k0, keyok)
+    if b > a and not _flat_maxima(st, s, ninf, a, b, m):
+        a = b = 0
+        for i in range(r):
+            m[i] = ninf
+    _row_maxima(st, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, 0, a, m)
+    _row_maxima(st, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, b if b > a else 0, n, m)
 
 
 def _exp(x: Any) -> Any:
@@ -156,15 +230,33 @@ def _shifted(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: 
     """``st[j, i] = exp(x − shift[i])``: x as ``_maxima`` reads it, x −
     shift[i] rounded once, then the library's own Exp of the accumulator's
     dtype (``_exp``); 0 at hidden pairs (e^(−∞ − shift[i]), a NaN where the
-    shift is a NaN). A tile (C-contiguous) of fewer rows than ``_FLAT_ROWS``
-    (decoding's) takes the Exp in a pass of its own over the flat tile, so
-    that it runs on whole vectors; the values are the same."""
+    shift is a NaN). A C-contiguous tile of fewer rows than ``_FLAT_ROWS``
+    (decoding's) takes the Exp in a pass of its own over the flat tile, and
+    its keys that every row sees in a flat pass of lanes of ``_FLAT_KEYS``
+    keys (``_flat_span``), so that both run on whole vectors; any other tile
+    takes both row by row. The values are the same."""
     wide_vectors()
-    if st.shape[1] >= _FLAT_ROWS:
+    r = st.shape[1]
+    if r >= _FLAT_ROWS or not st.flags.c_contiguous:
         _shift_rows(st, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, shift, True)
         return
-    _shift_rows(st, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, shift, False)
+    a, b = _flat_span(st, lo_max, hi_min, k0, keyok)
+    _shift_rows(st[:a], s, ninf, lo, hi, lo_max, hi_min, k0, keyok, shift, False)
+    _shift_rows(st[b:], s, ninf, lo, hi, lo_max, hi_min, k0 + b, keyok[b:], shift, False)
+    width = r * _FLAT_KEYS
+    lanes = np.empty(width, st.dtype)
+    for lane in range(width):
+        lanes[lane] = shift[lane % r]
     flat = st.ravel()
+    shifted = flat[a * r:b * r]
+    whole = shifted.shape[0] - shifted.shape[0] % width
+    for f0 in range(0, whole, width):
+        step = shifted[f0:f0 + width]
+        for lane in range(width):
+            step[lane] = s * step[lane] - lanes[lane]
+    tail = shifted[whole:]
+    for lane in range(tail.shape[0]):
+        tail[lane] = s * tail[lane] - lanes[lane]
     for f in range(flat.shape[0]):
         flat[f] = _exp(flat[f])
 

@@ -161,3 +161,53 @@ def test_several_key_tiles_and_untaken_calls(monkeypatch: pytest.MonkeyPatch,
     for case in (long, pages, half):
         same_bits(run(*case), per_tile(monkeypatch, case))
     assert taken == [0, 0]
+
+
+def strided(tile: NDArray) -> NDArray:
+    """The tile's values in a view whose rows lie two rows apart (not
+    C-contiguous): the tile kernels then take every key row by row."""
+    wide = np.zeros((tile.shape[0], 2 * tile.shape[1]), tile.dtype)
+    wide[:, :tile.shape[1]] = tile
+    view = wide[:, :tile.shape[1]]
+    assert not view.flags.c_contiguous
+    return view
+
+
+@pytest.mark.parametrize("r", [1, 3, 4, 15])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("special", ["plain", "nan", "inf", "zeros", "hidden page"])
+def test_tiles_of_few_rows_take_flat_passes_with_the_row_loops_values(
+        r: int, dt: Any, special: str) -> None:
+    """``_maxima`` and ``_shifted`` over a tile of fewer than 16 rows take the
+    keys every row sees in flat passes: the same maxima as the row loops (a
+    NaN the same NaN, the last in key order; of +0 and −0 either) and the
+    same bits of every shifted Exp, keys outside the band and hidden pages
+    included."""
+    n, k0, lo_max, hi_min = 211, 40, 57, 230
+    rng = np.random.default_rng(r)
+    tile = rng.standard_normal((n, r)).astype(dt)
+    lo = rng.integers(k0, lo_max + 1, r).astype(np.int64)
+    hi = rng.integers(hi_min, k0 + n + 1, r).astype(np.int64)
+    keyok = np.ones(n, np.uint8)
+    if special == "nan":
+        nans = np.array([0x7FC00001, 0xFFC00123, 0x7FA00002], np.uint32).view(np.float32)
+        tile[[30, 90, 150], 0] = nans.astype(dt) if dt is np.float32 else np.nan
+        tile[100, r - 1] = np.nan
+    elif special == "inf":
+        tile[60, 0], tile[120, r - 1] = np.inf, -np.inf
+    elif special == "zeros":
+        tile[...] = np.where(rng.random((n, r)) < 0.5, -0.0, 0.0).astype(dt)
+    elif special == "hidden page":
+        keyok[77] = 0
+    s, ninf = dt(0.37), dt(-np.inf)
+    if special != "hidden page":
+        assert attnunits._flat_span(tile, lo_max, hi_min, k0, keyok) == (lo_max - k0, hi_min - k0)
+    got, want = np.empty(r, dt), np.empty(r, dt)
+    attnunits._maxima(tile, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, got)
+    attnunits._maxima(strided(tile), s, ninf, lo, hi, lo_max, hi_min, k0, keyok, want)
+    assert ((got.view(f"u{got.itemsize}") == want.view(f"u{got.itemsize}"))
+            | ((got == 0) & (want == 0))).all()
+    flat, rows = tile.copy(), strided(tile)
+    attnunits._shifted(flat, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, want)
+    attnunits._shifted(rows, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, want)
+    assert flat.tobytes() == np.ascontiguousarray(rows).tobytes()
