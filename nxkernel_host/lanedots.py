@@ -216,52 +216,70 @@ def _halving_tree(vec: _Vectors, parts: list[Any]) -> Any:
 
 @intrinsic
 def _dots_intrinsic(typingctx: Any, k: Any, ko: Any, ldk: Any, nk: Any, q: Any, qo: Any,
-                    ldq: Any, nq: Any, rows: Any, d: Any, out: Any, oo: Any) -> Any:
-    """W dot products of length d into ``out[oo : oo + W]``: result ``g·rows + i``
-    is key row ``min(g, nk − 1)`` (at ``ko + g·ldk``) against query row
+                    ldq: Any, nq: Any, rows: Any, d: Any, out: Any, oo: Any,
+                    groups: Any) -> Any:
+    """``groups`` groups of W dot products of length d, group t into ``out[oo +
+    t·W : oo + (t + 1)·W]``: its result ``g·rows + i`` is key row ``t·W/rows +
+    min(g, nk − 1)`` (at ``ko + (t·W/rows + g)·ldk``) against query row
     ``min(i, nq − 1)`` (at ``qo + i·ldq``), for g < W / rows, i < rows, rows a
-    literal 1, 2 or 4; lanes and the halving tree (module doc)."""
+    literal 1, 2 or 4; lanes and the halving tree (module doc). One call
+    takes many groups, so the query rows' pointers and the loop's set-up are
+    paid once."""
     if not (_floats(k, q, out) and isinstance(rows, types.IntegerLiteral)
-            and all(isinstance(x, types.Integer) for x in (ko, ldk, nk, qo, ldq, nq, d, oo))):
+            and all(isinstance(x, types.Integer)
+                    for x in (ko, ldk, nk, qo, ldq, nq, d, oo, groups))):
         return None
     r = rows.literal_value
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        ka, ko_, ldk_, nk_, qa, qo_, ldq_, nq_, _, d_, oa, oo_ = args
+        ka, ko_, ldk_, nk_, qa, qo_, ldq_, nq_, _, d_, oa, oo_, groups_ = args
         vec = _Vectors(context, builder, sig.args[0].dtype)
         w = vec.w
         keys = w // r
-        kp = _data(context, builder, sig.args[0], ka, ko_)
         qp = _data(context, builder, sig.args[4], qa, qo_)
-        krows = [builder.gep(kp, [builder.mul(_clamped(builder, g, nk_), ldk_)]) for g in range(keys)]
         qrows = [builder.gep(qp, [builder.mul(_clamped(builder, i, nq_), ldq_)]) for i in range(r)]
         acc = [cgutils.alloca_once(builder, vec.vty) for _ in range(w)]
-        for a in acc:
-            builder.store(vec.splat(-0.0), a)
-
-        def step(pairs: range, at: Any, mask: Any | None) -> None:
-            kv = {g: vec.load(builder.gep(krows[g], [at]), mask) for g in {p // r for p in pairs}}
-            qv = {i: vec.load(builder.gep(qrows[i], [at]), mask) for i in {p % r for p in pairs}}
-            for p in pairs:
-                old = builder.load(acc[p])
-                new = vec.fma(kv[p // r], qv[p % r], old)
-                builder.store(new if mask is None else builder.select(mask, new, old), acc[p])
-
-        # A pass over d per ``_PASS_PAIRS`` pairs, whose accumulators stay in registers.
-        width = ir.Constant(_I64, w)
-        whole = builder.udiv(d_, width)
-        rest = builder.urem(d_, width)
-        for first in range(0, w, _PASS_PAIRS):
-            pairs = range(first, min(w, first + _PASS_PAIRS))
-            with cgutils.for_range(builder, whole) as loop:
-                step(pairs, builder.mul(loop.index, width), None)
-            with builder.if_then(builder.icmp_unsigned("!=", rest, ir.Constant(_I64, 0))):
-                step(pairs, builder.mul(whole, width), vec.mask(rest))
-        tree = _halving_tree(vec, [builder.load(a) for a in acc])
-        vec.store(tree, _data(context, builder, sig.args[10], oa, oo_), None)
+        with cgutils.for_range(builder, groups_) as group:
+            first_key = builder.mul(group.index, ir.Constant(_I64, keys))
+            kp = _data(context, builder, sig.args[0], ka,
+                       builder.add(ko_, builder.mul(first_key, ldk_)))
+            krows = [builder.gep(kp, [builder.mul(_clamped(builder, g, nk_), ldk_)])
+                     for g in range(keys)]
+            out_at = builder.add(oo_, builder.mul(group.index, ir.Constant(_I64, w)))
+            _dot_group(vec, builder, acc, krows, qrows, r, d_,
+                       _data(context, builder, sig.args[10], oa, out_at))
         return context.get_dummy_value()
 
-    return types.none(k, ko, ldk, nk, q, qo, ldq, nq, rows, d, out, oo), codegen
+    return types.none(k, ko, ldk, nk, q, qo, ldq, nq, rows, d, out, oo, groups), codegen
+
+
+def _dot_group(vec: _Vectors, builder: Any, acc: list[Any], krows: list[Any], qrows: list[Any],
+               r: int, d: Any, out: Any) -> None:
+    """One group of ``_dots``: the W pairs' lanes from −0 over d in passes of
+    ``_PASS_PAIRS`` pairs, then their halving trees stored at ``out``."""
+    w = vec.w
+    for a in acc:
+        builder.store(vec.splat(-0.0), a)
+
+    def step(pairs: range, at: Any, mask: Any | None) -> None:
+        kv = {g: vec.load(builder.gep(krows[g], [at]), mask) for g in {p // r for p in pairs}}
+        qv = {i: vec.load(builder.gep(qrows[i], [at]), mask) for i in {p % r for p in pairs}}
+        for p in pairs:
+            old = builder.load(acc[p])
+            new = vec.fma(kv[p // r], qv[p % r], old)
+            builder.store(new if mask is None else builder.select(mask, new, old), acc[p])
+
+    # A pass over d per ``_PASS_PAIRS`` pairs, whose accumulators stay in registers.
+    width = ir.Constant(_I64, w)
+    whole = builder.udiv(d, width)
+    rest = builder.urem(d, width)
+    for first in range(0, w, _PASS_PAIRS):
+        pairs = range(first, min(w, first + _PASS_PAIRS))
+        with cgutils.for_range(builder, whole) as loop:
+            step(pairs, builder.mul(loop.index, width), None)
+        with builder.if_then(builder.icmp_unsigned("!=", rest, ir.Constant(_I64, 0))):
+            step(pairs, builder.mul(whole, width), vec.mask(rest))
+    vec.store(_halving_tree(vec, [builder.load(a) for a in acc]), out, None)
 
 
 @intrinsic
@@ -476,14 +494,14 @@ _itemsize = cast("Callable[[Any], int]", _itemsize_intrinsic)
 
 @njit(cache=True, nogil=True, boundscheck=False)
 def _dots_of(rows: int, k: Arr, ko: int, ldk: int, nk: int, q: Arr, qo: int, ldq: int, nq: int,
-             d: int, out: Arr, oo: int) -> None:  # pragma: no cover - compiled
+             d: int, out: Arr, oo: int, groups: int) -> None:  # pragma: no cover - compiled
     """``_dots`` for ``rows`` of 1, 2 or 4 known only at run time."""
     if rows == 1:
-        _dots(k, ko, ldk, nk, q, qo, ldq, nq, 1, d, out, oo)
+        _dots(k, ko, ldk, nk, q, qo, ldq, nq, 1, d, out, oo, groups)
     elif rows == 2:
-        _dots(k, ko, ldk, nk, q, qo, ldq, nq, 2, d, out, oo)
+        _dots(k, ko, ldk, nk, q, qo, ldq, nq, 2, d, out, oo, groups)
     else:
-        _dots(k, ko, ldk, nk, q, qo, ldq, nq, 4, d, out, oo)
+        _dots(k, ko, ldk, nk, q, qo, ldq, nq, 4, d, out, oo, groups)
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -510,14 +528,15 @@ def scores_at(k: Arr, ko: int, ldk: int, n: int, q: Arr, qo: int, ldq: int, r: i
         while rows < nq:
             rows *= 2
         keys = w // rows
-        direct = st.flags.c_contiguous and rows == nq == r
-        for j in range(0, n, keys):
+        # Whole groups of keys straight into a C-contiguous st of these rows
+        # alone, in one call; the others through ``spare``.
+        done = 0
+        if st.flags.c_contiguous and rows == nq == r and n >= keys:
+            done = n - n % keys
+            _dots_of(rows, k, ko, ldk, keys, q, qo + i0 * ldq, ldq, nq, d, flat, 0, done // keys)
+        for j in range(done, n, keys):
             nk = min(keys, n - j)
-            at = ko + j * ldk
-            if direct and nk == keys:
-                _dots_of(rows, k, at, ldk, nk, q, qo + i0 * ldq, ldq, nq, d, flat, j * r)
-                continue
-            _dots_of(rows, k, at, ldk, nk, q, qo + i0 * ldq, ldq, nq, d, spare, 0)
+            _dots_of(rows, k, ko + j * ldk, ldk, nk, q, qo + i0 * ldq, ldq, nq, d, spare, 0, 1)
             for g in range(nk):
                 for i in range(nq):
                     st[j + g, i0 + i] = spare[g * rows + i]
