@@ -323,6 +323,35 @@ def _weighted_intrinsic(typingctx: Any, e: Any, eo: Any, lde: Any, r: Any, v: An
     return types.none(e, eo, lde, r, v, vo, ldv, n, dv, out, oo, ldo, fresh), codegen
 
 
+def _chains_from(vec: _Vectors, builder: Any, acc: list[list[Any]], fresh: Any, zero: float,
+                 rows: list[Any], masks: list[Any] | None) -> None:
+    """Start a register block's chains: ``zero`` in every lane where ``fresh``
+    is true, else the chains so far, row i's registers read from ``rows[i]``
+    (a scalar pointer; lanes past the columns masked off where ``masks`` is
+    given)."""
+    with builder.if_else(fresh) as (start, carry_on):
+        with start:
+            for row in acc:
+                for slot in row:
+                    builder.store(vec.splat(zero), slot)
+        with carry_on:
+            for at, row in zip(rows, acc, strict=True):
+                for v, slot in enumerate(row):
+                    builder.store(vec.load(builder.gep(at, [ir.Constant(_I64, v * vec.w)]),
+                                           None if masks is None else masks[v]), slot)
+
+
+def _store_rows(vec: _Vectors, builder: Any, acc: list[list[Any]], rows: list[Any], count: Any,
+                masks: list[Any] | None) -> None:
+    """Store a register block's rows below ``count``, row i's registers at
+    ``rows[i]`` (lanes past the columns masked off where ``masks`` is given)."""
+    for i, (at, row) in enumerate(zip(rows, acc, strict=True)):
+        with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, i), count)):
+            for v, slot in enumerate(row):
+                vec.store(builder.load(slot), builder.gep(at, [ir.Constant(_I64, v * vec.w)]),
+                          None if masks is None else masks[v])
+
+
 def _weighted_block(vec: _Vectors, builder: Any, acc: list[list[Any]], rows: list[Any],
                     masks: list[Any] | None, fresh: Any, ep: Any, lde: Any, vp: Any, ldv: Any,
                     n: Any, op: Any, ldo: Any, r: Any, c0: Any) -> None:
@@ -330,36 +359,19 @@ def _weighted_block(vec: _Vectors, builder: Any, acc: list[list[Any]], rows: lis
     or from out's elements, the chains over n keys, then the rows below r
     stored; registers past the columns masked off where ``masks`` is given."""
     w = vec.w
-
-    def masked(c: int) -> Any | None:
-        return None if masks is None else masks[c]
-
-    with builder.if_else(fresh) as (start, carry_on):
-        with start:
-            for row in acc:
-                for slot in row:
-                    builder.store(vec.splat(0.0), slot)
-        with carry_on:
-            for i, row in zip(rows, acc, strict=True):
-                orow = builder.gep(op, [builder.add(builder.mul(i, ldo), c0)])
-                for c, slot in enumerate(row):
-                    builder.store(vec.load(builder.gep(orow, [ir.Constant(_I64, c * w)]),
-                                           masked(c)), slot)
+    orows = [builder.gep(op, [builder.add(builder.mul(i, ldo), c0)]) for i in rows]
+    _chains_from(vec, builder, acc, fresh, 0.0, orows, masks)
     with cgutils.for_range(builder, n) as key:
         erow = builder.gep(ep, [builder.mul(key.index, lde)])
         vrow = builder.gep(vp, [builder.add(builder.mul(key.index, ldv), c0)])
         weights = [vec.splat(builder.load(builder.gep(erow, [i]))) for i in rows]
         for c in range(_WEIGHTED_VECTORS):
-            values = vec.load(builder.gep(vrow, [ir.Constant(_I64, c * w)]), masked(c))
+            values = vec.load(builder.gep(vrow, [ir.Constant(_I64, c * w)]),
+                              None if masks is None else masks[c])
             for i in range(_BLOCK_ROWS):
                 slot = acc[i][c]
                 builder.store(vec.fma(weights[i], values, builder.load(slot)), slot)
-    for i in range(_BLOCK_ROWS):
-        with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, i), r)):
-            orow = builder.gep(op, [builder.add(builder.mul(ir.Constant(_I64, i), ldo), c0)])
-            for c in range(_WEIGHTED_VECTORS):
-                vec.store(builder.load(acc[i][c]), builder.gep(orow, [ir.Constant(_I64, c * w)]),
-                          masked(c))
+    _store_rows(vec, builder, acc, orows, r, masks)
 
 
 @intrinsic
@@ -403,17 +415,7 @@ def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any
         with builder.if_else(whole) as (unmasked, masked):
             for branch, use in ((unmasked, None), (masked, masks)):
                 with branch:
-                    with builder.if_else(fresh_) as (start, carry_on):
-                        with start:
-                            for row in acc:
-                                for slot in row:
-                                    builder.store(vec.splat(-0.0), slot)
-                        with carry_on:
-                            for crow, row in zip(crows, acc, strict=True):
-                                for v, slot in enumerate(row):
-                                    builder.store(vec.load(
-                                        builder.gep(crow, [ir.Constant(_I64, v * w)]),
-                                        None if use is None else use[v]), slot)
+                    _chains_from(vec, builder, acc, fresh_, -0.0, crows, use)
                     with cgutils.for_range(builder, k_) as step:
                         brow = builder.gep(bp, [builder.mul(step.index, ldb_)])
                         bv = [vec.load(builder.gep(brow, [ir.Constant(_I64, v * w)]),
@@ -424,13 +426,7 @@ def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any
                             for v in range(nvec):
                                 slot = acc[i][v]
                                 builder.store(vec.fma(av, bv[v], builder.load(slot)), slot)
-                    for i in range(mrows):
-                        with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, i), mr_)):
-                            crow = builder.gep(cp, [builder.mul(ir.Constant(_I64, i), ldc_)])
-                            for v in range(nvec):
-                                vec.store(builder.load(acc[i][v]),
-                                          builder.gep(crow, [ir.Constant(_I64, v * w)]),
-                                          None if use is None else use[v])
+                    _store_rows(vec, builder, acc, crows, mr_, use)
         return context.get_dummy_value()
 
     return types.none(a, ao, lda, ak, mr, b, bo, ldb, nc, k, c, co, ldc, fresh, like, rows,
