@@ -173,7 +173,7 @@ def _maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: i
         for i in range(r):
             m[i] = ninf
     _row_maxima(st, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, 0, a, m)
-    _row_maxima(st, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, b if b > a else 0, n, m)
+    _row_maxima(st, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, b, n, m)
 
 
 def _exp(x: Any) -> Any:
