@@ -17,15 +17,19 @@ Rules:
   instrumentation (``emu_memcheck.h``), and linked without it.
   A second translation unit defines the dynamic shared memory under every
   name an ``extern __shared__`` declaration of the source or the headers uses;
-  it needs no header. The emulator's header is precompiled once per compiler,
-  flags and header text (``emu_cuda.h.gch``, cached beside the objects), so a
-  build reads it rather than parsing it.
+  it needs no header. The emulator's runtime (``emu_runtime.cpp``: fibers,
+  barrier, rendezvous, launch, memory checker) is compiled once per compiler,
+  flags and emulator text, with the header precompiled beside it
+  (``emu_cuda.h.gch``), in a runtime folder cached beside the objects; a build
+  compiles the source and its launchers alone, reading the precompiled header,
+  and links the runtime's object into the module, so each module has its own
+  copy of the runtime's state.
 * Objects are cached on disk like cubins (:mod:`nxkernel_cuda.cache`, folder
-  ``cuda-emu``), keyed by the source, every header, the emulator's headers,
-  the generated code, the flags, the defines and the compiler's path and
-  version. The cache loads only what it built: an object is checked against
-  its seal before ``dlopen``, the precompiled header's folder (every file in
-  it) before g++ reads it; one that fails is rebuilt, with a warning.
+  ``cuda-emu``), keyed by the source, every header, the emulator's headers and
+  runtime, the generated code, the flags, the defines and the compiler's path
+  and version. The cache loads only what it built: an object is checked
+  against its seal before ``dlopen``, the runtime folder (every file in it)
+  before g++ reads or links it; one that fails is rebuilt, with a warning.
 * A launch runs to its end before it returns. Launches are serialised
   process-wide (one lock), so the emulator's atomics and its deterministic
   order hold between launches from several Python threads too.
@@ -95,10 +99,18 @@ __all__ = [
 HEADER: Final = Path(__file__).resolve().parent / "emu_cuda.h"
 
 
+#: The emulator's runtime (fibers, barrier, rendezvous, launch, memory
+#: checker), compiled once per compiler, flags and emulator text, and linked
+#: into every module; its object's name in the runtime folder.
+RUNTIME: Final = HEADER.parent / "emu_runtime.cpp"
+RUNTIME_OBJECT: Final = "emu_runtime.o"
+
+
 @functools.cache
-def _emulator_headers() -> tuple[str, ...]:
-    """The text of every header of the emulator's folder, for the cache key."""
-    return tuple(p.read_text() for p in sorted(HEADER.parent.glob("*.h")))
+def _emulator_files() -> tuple[str, ...]:
+    """The text of every header of the emulator's folder and of its runtime,
+    for the cache keys."""
+    return (*(p.read_text() for p in sorted(HEADER.parent.glob("*.h"))), RUNTIME.read_text())
 
 #: Dynamic shared memory a block may have: sm_90's opt-in maximum (227 KiB).
 DYNAMIC_SHARED_BYTES: Final = 232448
@@ -266,7 +278,7 @@ def build(source: Source, defines: Sequence[str] = (), rebuild: bool = False) ->
     shared_tu = shared_code(names)
     flags = (*FLAGS, *(CHECK_FLAGS if memcheck() else ()), *(f"-D{d}" for d in defines))
     key = cache.digest(
-        "emu", gxx, version, *flags, *_emulator_headers(), launch_tu, shared_tu, source.name, source.text,
+        "emu", gxx, version, *flags, *_emulator_files(), launch_tu, shared_tu, source.name, source.text,
         *source.kernels, *(part for h in hdrs for part in h),
     )
     with _built_lock:
@@ -286,58 +298,65 @@ def build(source: Source, defines: Sequence[str] = (), rebuild: bool = False) ->
     return target
 
 
-#: The precompiled-header folders this process has checked (or built).
-_pch_checked: set[Path] = set()
-_pch_lock = threading.Lock()
+#: The runtime folders this process has checked (or built).
+_runtime_checked: set[Path] = set()
+_runtime_lock = threading.Lock()
 
 
-def _header_folder(gxx: str, flags: Sequence[str], version: str) -> Path:
-    """A folder with the emulator's headers and ``emu_cuda.h.gch``, the header
-    precompiled by g++ with ``flags`` (cached like the objects, keyed by the
-    compiler's path and version, the flags and the headers' text, and sealed
-    as a whole: a folder that fails its check is set aside and built again):
-    a build then reads the precompiled header instead of parsing it. Where g++
-    cannot precompile it, the emulator's own folder (g++ parses the header
-    each build)."""
-    key = cache.digest("emu-pch", gxx, version, *flags, *_emulator_headers())
+def _runtime_folder(gxx: str, flags: Sequence[str], version: str) -> Path:
+    """A folder with the emulator's headers, its runtime compiled by g++ with
+    ``flags`` (``emu_runtime.o``, which every module links) and, where g++ can
+    precompile it, ``emu_cuda.h.gch``, so a build neither parses the header nor
+    compiles the runtime. Cached like the objects, keyed by the compiler's path
+    and version, the flags and the emulator's text, and sealed as a whole: a
+    folder that fails its check is set aside and built again.
+
+    Raises:
+        EmulatorUnavailable: g++ cannot compile the runtime.
+    """
+    key = cache.digest("emu-runtime", gxx, version, *flags, *_emulator_files())
     root = cache.folder("cuda-emu")
-    done = root / f"pch-{key}"
-    with _pch_lock:
-        if done in _pch_checked:
-            return done
-        if cache.verified_tree(done):
-            _pch_checked.add(done)
+    done = root / f"runtime-{key}"
+    with _runtime_lock:
+        if done in _runtime_checked or cache.verified_tree(done):
+            _runtime_checked.add(done)
             return done
         if done.exists():  # failed its check: set aside, so that the rename below can land
-            aside = Path(tempfile.mkdtemp(dir=root, prefix="pch-damaged-"))
+            aside = Path(tempfile.mkdtemp(dir=root, prefix="runtime-damaged-"))
             with contextlib.suppress(OSError):
                 done.rename(aside / "old")
             shutil.rmtree(aside, ignore_errors=True)
-        with tempfile.TemporaryDirectory(dir=root, prefix="pch-build-") as tmp:
-            work = Path(tmp) / "headers"
+        with tempfile.TemporaryDirectory(dir=root, prefix="runtime-build-") as tmp:
+            work = Path(tmp) / "runtime"
             work.mkdir()
-            for header in HEADER.parent.glob("*.h"):
-                shutil.copyfile(header, work / header.name)
-            cmd = [gxx, *(f for f in flags if f != "-shared"), "-x", "c++-header", "emu_cuda.h",
-                   "-o", "emu_cuda.h.gch"]
-            with nxlog.compiling(_log, "the emulator's precompiled header (g++)"):
-                built = subprocess.run(cmd, cwd=work, capture_output=True, check=False)
+            for file in (*HEADER.parent.glob("*.h"), RUNTIME):
+                shutil.copyfile(file, work / file.name)
+            compile_flags = [f for f in flags if f != "-shared"]
+            runtime = [gxx, *compile_flags, "-c", "-x", "c++", RUNTIME.name, "-o", RUNTIME_OBJECT]
+            with nxlog.compiling(_log, "the emulator's runtime (g++)"):
+                built = subprocess.run(runtime, cwd=work, capture_output=True, text=True, check=False)
             if built.returncode != 0:
-                _log.info("g++ could not precompile the emulator's header; each build parses it")
-                return HEADER.parent
+                raise EmulatorUnavailable(f"g++ ({version}) cannot compile the emulator's runtime:\n"
+                                          f"{(built.stderr + built.stdout)[-4000:]}")
+            pch = [gxx, *compile_flags, "-x", "c++-header", "emu_cuda.h", "-o", "emu_cuda.h.gch"]
+            with nxlog.compiling(_log, "the emulator's precompiled header (g++)"):
+                if subprocess.run(pch, cwd=work, capture_output=True, check=False).returncode != 0:
+                    _log.info("g++ could not precompile the emulator's header; each build parses it")
             cache.seal_tree(work, done)
             with contextlib.suppress(OSError):  # another process made it first: theirs is the same
                 work.rename(done)
-        if cache.verified_tree(done):
-            _pch_checked.add(done)
-            return done
-        return HEADER.parent
+        if not cache.verified_tree(done):
+            raise EmulatorUnavailable(f"the emulator's runtime folder {done} fails its check after"
+                                      " building it")
+        _runtime_checked.add(done)
+        return done
 
 
 def _compile(gxx: str, source: Source, flags: Sequence[str], launch_tu: str, shared_tu: str,
              folder: Path, target: Path, version: str) -> None:
-    """Run g++ in a fresh folder and move the object to ``target``."""
-    headers = _header_folder(gxx, flags, version)
+    """Run g++ in a fresh folder, link the launchers and the shared memory with
+    the runtime, and move the object to ``target``."""
+    runtime = _runtime_folder(gxx, flags, version)
     with tempfile.TemporaryDirectory(dir=folder, prefix="build-") as tmp:
         work = Path(tmp)
         (work / source.name).write_text(source.text)
@@ -346,8 +365,9 @@ def _compile(gxx: str, source: Source, flags: Sequence[str], launch_tu: str, sha
         out = work / "kernel.so"
         # Compiled, then linked without the sanitizer flags, which would link
         # g++'s sanitizer libraries: the checks are emu_memcheck.h's.
-        cmd = [gxx, *flags, f"-I{headers}", f"-I{KERNEL_DIR}", "-c", "-x", "c++", "launch.cpp", "shared.cpp"]
-        link = [gxx, "-shared", "-fPIC", "launch.o", "shared.o", "-o", str(out)]
+        cmd = [gxx, *flags, f"-I{runtime}", f"-I{KERNEL_DIR}", "-c", "-x", "c++", "launch.cpp", "shared.cpp"]
+        link = [gxx, "-shared", "-fPIC", "launch.o", "shared.o", str(runtime / RUNTIME_OBJECT), "-o",
+                str(out)]
         for step in (cmd, link):
             proc = subprocess.run(step, cwd=work, capture_output=True, text=True, check=False)
             if proc.returncode != 0:

@@ -1,6 +1,6 @@
 // emu_memcheck.h: every memory access of a kernel checked as a GPU (and
-// compute-sanitizer's memcheck) checks it. Included by emu_cuda.h, after the
-// runtime.
+// compute-sanitizer's memcheck) checks it. Included by emu_runtime.cpp, after
+// emu_cuda.h: every module links these functions with the runtime.
 //
 // The driver compiles each source with g++'s instrumentation and no runtime
 // library of g++'s: -fsanitize=kernel-address with outline calls makes every

@@ -59,7 +59,7 @@ def _isolate(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(driver, "_built", {})
     monkeypatch.setattr(driver, "_recipes", {})
-    monkeypatch.setattr(driver, "_pch_checked", set())
+    monkeypatch.setattr(driver, "_runtime_checked", set())
     monkeypatch.setattr(driver, "_libraries", {})
     monkeypatch.setattr(cache, "_roots", {})
     return root
@@ -68,7 +68,7 @@ def _isolate(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
 def _forget() -> None:
     """Forget what this process built, as a new process would."""
     driver._built.clear()
-    driver._pch_checked.clear()
+    driver._runtime_checked.clear()
 
 
 def _run(source: Source) -> list[int]:
@@ -216,26 +216,29 @@ def test_a_damaged_entry_is_rebuilt_not_loaded(shared: Path, damage: str) -> Non
     assert cache.verified(target)
 
 
-def test_an_edited_precompiled_header_is_rebuilt(fresh: Path) -> None:
-    """Code injected into the precompiled header's folder (an edited header, an
-    extra file) is never compiled in: the folder fails its check and is built
-    again, and the next new kernel is right."""
-    driver.build(_kernel("+", "pch"))
-    (pch,) = (fresh / "cuda-emu").glob("pch-*")
-    header = pch / "emu_cuda.h"
+def test_an_edited_runtime_folder_is_rebuilt(fresh: Path) -> None:
+    """Code injected into the runtime's folder (an edited header, an extra
+    file, a changed runtime object) is never compiled or linked in: the folder
+    fails its check and is built again, and the next new kernel is right."""
+    driver.build(_kernel("+", "runtime"))
+    (runtime,) = (fresh / "cuda-emu").glob("runtime-*")
+    assert {"emu_cuda.h", "emu_runtime.cpp", driver.RUNTIME_OBJECT} <= {p.name for p in runtime.iterdir()}
+    header = runtime / "emu_cuda.h"
     shadowed = build.headers()[0][0]  # a kernel header, searched for after this folder
-    for edit in ("header", "extra"):
+    for edit in ("header", "extra", "object"):
         _forget()
         src_mul = _kernel("*", edit)
         if edit == "header":
             header.write_text(header.read_text() + "\n#define x (x + 1000)\n")
-            (pch / "emu_cuda.h.gch").unlink()
-        else:
-            (pch / shadowed).write_text("#error planted\n")
+            (runtime / "emu_cuda.h.gch").unlink()
+        elif edit == "extra":
+            (runtime / shadowed).write_text("#error planted\n")
             src_mul = Source(src_mul.name, f'#include "{shadowed}"\n{src_mul.text}', src_mul.kernels)
-        with pytest.warns(cache.CacheWarning, match=f"{pch.name} does not match its seal"):
+        else:
+            (runtime / driver.RUNTIME_OBJECT).write_bytes(b"not an object")
+        with pytest.warns(cache.CacheWarning, match=f"{runtime.name} does not match its seal"):
             assert _run(src_mul) == (X * X).tolist()
-        assert cache.verified_tree(pch) and not (pch / shadowed).exists()
+        assert cache.verified_tree(runtime) and not (runtime / shadowed).exists()
 
 
 def test_the_key_covers_the_compilers_path(
