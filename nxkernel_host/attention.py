@@ -41,6 +41,11 @@ tile), the tiles a function of the extents alone, and units run on the host thre
 every unit does the same operations whatever thread runs it, its products
 on the calling thread in ``lanedots``' stated orders, so the bits do not
 depend on the thread count (nor on any BLAS).
+The layout (the visibility, the compiled path's table, the other units and
+the threads' shares) is a function of the spec, the dtypes, the shapes and
+strides and the threads alone where no lengths are given, so it is kept per
+such key (``_LAYOUTS``): a decoding loop, which repeats one geometry, lays
+its call out once.
 
 Row tiles of one key tile, a mask of one key interval per row, dense keys
 and operands in the accumulator's dtype (sentence encoders' many small heads,
@@ -56,7 +61,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, final
 
 import numpy as np
@@ -377,6 +384,85 @@ def _balanced(costs: Sequence[int], parts: int) -> list[tuple[int, int]]:
     return [(a, z) for a, z in itertools.pairwise(bounds) if z > a]
 
 
+@final
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """How a call of one geometry is cut: each lead index's row tiles'
+    visibility, the compiled path's table (read only) and its per-row key
+    intervals, the other units, and each thread's share of both. A function
+    of the key (``_layout_key``) alone."""
+
+    vis: list[tuple[tuple[int, ...], list[_Rows]]]
+    table: Arr
+    lo: Arr
+    hi: Arr
+    units: list[_Unit]
+    cuts: list[tuple[int, int]]
+    ranges: list[tuple[int, int]]
+
+
+#: Layouts by key, at most ``_LAYOUTS_KEPT`` (the oldest dropped first): a
+#: decoding loop repeats one geometry, and its layout costs more than its kernels
+#: on short calls.
+_LAYOUTS: dict[tuple[Any, ...], _Layout] = {}
+_LAYOUTS_KEPT: Final = 64
+_layouts_lock = threading.Lock()
+
+
+def _layout_key(plan: _Plan, compiled: bool, operands: Sequence[Array], dsts: Sequence[Array],
+                parts: int) -> tuple[Any, ...] | None:
+    """What decides a call's layout: the spec, whether the compiled path
+    takes the call, the operands' and destinations' dtypes, the host views'
+    shapes, strides and dtypes, and the threads; None where lengths decide it
+    (their values, not their shapes)."""
+    if plan.lengths is not None:
+        return None
+    arrays = (plan.q, plan.k, plan.v, plan.o_target, plan.lse_target)
+    return (plan.spec, compiled, parts, tuple(a.dtype for a in operands), tuple(d.dtype for d in dsts),
+            tuple((x.shape, x.strides, x.dtype.str) for x in arrays))
+
+
+def _layout_of(plan: _Plan, fast: attnunits.Chunked | None, parts: int) -> _Layout:
+    """The layout of this call (``_Layout``); ``fast`` is the compiled path."""
+    heads = _stacked(plan)
+    vis = _visibility(plan, heads)
+    # The row tiles the compiled path takes (attnunits) as one table; the
+    # others one by one.
+    if fast is None:
+        table = np.zeros((0, attnunits.FIELDS), np.int64)
+        lo = hi = np.zeros(0, np.int64)
+        units = [u for b, tiles in vis for u in _units(plan, heads, b, tiles)]
+    else:
+        table, units = fast.table(vis, heads, lambda b, tiles: _units(plan, heads, b, tiles))
+        lo, hi = fast.lo, fast.hi
+    for x in (table, lo, hi):
+        x.flags.writeable = False
+    # Each thread a share of the table and of the other units, by cost.
+    cuts = attnunits.spread(table, parts)
+    ranges = _balanced([u[6] for u in units], parts)
+    ranges += [(len(units), len(units))] * (len(cuts) - len(ranges))
+    cuts += [(len(table), len(table))] * (len(ranges) - len(cuts))
+    return _Layout(vis, table, lo, hi, units, cuts, ranges)
+
+
+def _layout(plan: _Plan, fast: attnunits.Chunked | None, operands: Sequence[Array],
+            dsts: Sequence[Array], parts: int) -> _Layout:
+    """The call's layout, from ``_LAYOUTS`` where a call of its key made it."""
+    key = _layout_key(plan, fast is not None, operands, dsts, parts)
+    found = None if key is None else _LAYOUTS.get(key)
+    if found is not None:
+        if fast is not None:
+            fast.lo, fast.hi = found.lo, found.hi
+        return found
+    made = _layout_of(plan, fast, parts)
+    if key is not None:
+        with _layouts_lock:
+            while len(_LAYOUTS) >= _LAYOUTS_KEPT:
+                del _LAYOUTS[next(iter(_LAYOUTS))]
+            _LAYOUTS[key] = made
+    return made
+
+
 def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array]) -> None:
     """o and lse of every query row (the contract's "Attention"; module doc),
     for a call that fits, the door passed."""
@@ -384,23 +470,11 @@ def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array])
     packed = views.target(o_dst)
     o_target = np.empty(o_dst.shape, o_dst.dtype.numpy_dtype) if packed is None else packed
     plan = _plan(spec, dsts, operands, o_target)
-    heads = _stacked(plan)
-    vis = _visibility(plan, heads)
-    # The row tiles the compiled path takes (attnunits) as one table, built on
-    # the calling thread; the others one by one.
     fast = attnunits.chunked(plan)
-    if fast is None:
-        table = np.zeros((0, attnunits.FIELDS), np.int64)
-        units = [u for b, tiles in vis for u in _units(plan, heads, b, tiles)]
-    else:
-        table, units = fast.table(vis, heads, lambda b, tiles: _units(plan, heads, b, tiles))
     pairs = math.prod((*plan.lead, plan.hq, plan.tq, max(plan.tk, 1)))
     parts = pool.count() if pairs >= MIN_PARALLEL_PAIRS else 1
-    # Each thread a share of the table and of the other units, by cost.
-    cuts = attnunits.spread(table, parts)
-    ranges = _balanced([u[6] for u in units], parts)
-    ranges += [(len(units), len(units))] * (len(cuts) - len(ranges))
-    cuts += [(len(table), len(table))] * (len(ranges) - len(cuts))
+    layout = _layout(plan, fast, operands, dsts, parts)
+    table, units, vis, cuts, ranges = layout.table, layout.units, layout.vis, layout.cuts, layout.ranges
 
     def job(p: int) -> Callable[[], None]:
         (ta, tz), (a, z) = cuts[p], ranges[p]

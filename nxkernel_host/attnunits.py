@@ -561,7 +561,7 @@ class Chunked:
             # A chunk: row tiles whose tiles of outputs fit CHUNK elements.
             ends = np.cumsum(sizes[start:])
             stop = start + max(1, int(np.searchsorted(ends, CHUNK, side="right")))
-            part = table[start:stop]
+            part = table[start:stop].copy()  # the table may be a cached layout's (read only)
             part[:, 12] = np.concatenate(([0], ends[:stop - start - 1]))
             rows_end = np.cumsum(n_rows[start:stop])
             part[:, 13] = rows_end - n_rows[start:stop]

@@ -26,6 +26,7 @@ from nxkernel_core.dtype import Dtype
 from nxkernel_core.kernel import Call, gamma, unit_roundoff
 from nxkernel_core.layout import Broadcast, Permute
 from nxkernel_core.prog import Builder, Prog, Value
+from nxkernel_host import attention as attention_module
 from nxkernel_host import attnplan as A
 from nxkernel_host import threads
 from nxkernel_host.attention import FAMILY
@@ -635,6 +636,42 @@ def test_one_and_two_threads_give_the_same_bits() -> None:
             outs.append(run(spec, [q, k, v], D.float32))
     np.testing.assert_array_equal(outs[0][0], outs[1][0])
     np.testing.assert_array_equal(outs[0][1], outs[1][1])
+
+
+@pytest.mark.parametrize("mask", [None, every_third], ids=["compiled path", "per-tile path"])
+def test_a_repeated_geometry_reuses_its_layout_with_the_bits_of_a_first_call(
+        mask: Callable[[Builder, Value, Value], Value] | None) -> None:
+    """A call of a geometry seen before takes the layout the first made (the
+    compiled path's table, the units, the threads' shares) and gives the bits
+    a first call of its values gives; other strides of q, or other threads,
+    are another layout; a call with lengths keeps none."""
+    hq, hk, tq, tk, dk, dv = 8, 2, 1, 8 * A.KEYS + 300, 16, 8
+    assert hq * tq * tk >= A.MIN_PARALLEL_PAIRS  # so that the threads are part of the key
+    spec = S.Attention(program(D.float32, mask), (), 0.25, D.float32, S.Dense())
+    first = [data((1, hq, tq, dk), seed=1), data((1, hk, tk, dk), seed=2), data((1, hk, tk, dv), seed=3)]
+    again = [data((1, hq, tq, dk), seed=4), data((1, hk, tk, dk), seed=5), data((1, hk, tk, dv), seed=6)]
+    qt = Array.from_numpy(np.ascontiguousarray(np.transpose(again[0], (3, 2, 1, 0))))
+    permuted = [qt.view(Permute((3, 2, 1, 0))), *again[1:]]
+    layouts = attention_module._LAYOUTS
+    for operands in (again, permuted):
+        layouts.clear()
+        fresh = run(spec, operands, D.float32)
+        layouts.clear()
+        run(spec, first, D.float32)
+        kept = dict(layouts)
+        assert len(kept) == 1
+        reused = run(spec, operands, D.float32)
+        assert (len(layouts) == 1) == (operands is again)  # a permuted q is another key
+        np.testing.assert_array_equal(reused[0], fresh[0])
+        np.testing.assert_array_equal(reused[1], fresh[1])
+    with threads(1):
+        run(spec, again, D.float32)
+    assert len(layouts) == 3
+    layouts.clear()
+    lengths = np.array([tk - 5], np.int64)
+    spec_lengths = S.Attention(program(D.float32, mask), (), 0.25, D.float32, S.Dense(), lengths=True)
+    run(spec_lengths, [*again, lengths], D.float32)
+    assert not layouts
 
 
 def test_a_misfit_call_answers_a_refusal_and_writes_nothing() -> None:
