@@ -269,7 +269,8 @@ def build(source: Source, defines: Sequence[str] = (), rebuild: bool = False) ->
 
     Raises:
         CompileError: g++ refuses the source (its log and the numbered source).
-        EmulatorUnavailable: no C++ compiler.
+        EmulatorUnavailable: no C++ compiler, or one that cannot compile the
+            emulator's runtime.
     """
     gxx, version = compiler()
     hdrs = headers()
