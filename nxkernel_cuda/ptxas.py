@@ -98,11 +98,12 @@ def parse(source: str, log: str, lowered: Mapping[str, str]) -> list[Usage]:
     return out
 
 
-def usage(source: Source, arch: str) -> list[Usage]:
+def usage(name: str, source: Source, arch: str) -> list[Usage]:
     """Every kernel of ``source`` compiled for ``arch`` (from the cubin cache
-    where it was built before)."""
+    where it was built before), under the name ``name`` the table gives the
+    source."""
     cubin = build.compile(source, arch)
-    return parse(source.name, cubin.log, cubin.lowered)
+    return parse(name, cubin.log, cubin.lowered)
 
 
 def _causal() -> Prog:
@@ -124,12 +125,7 @@ def sources() -> tuple[tuple[str, Source], ...]:
 
 def collect(arches: Sequence[str] = build.CI_ARCHES) -> list[Usage]:
     """The usage of every kernel :func:`sources` lists, for each of ``arches``."""
-    rows = []
-    for name, src in sources():
-        for arch in arches:
-            rows += [Usage(name, u.kernel, u.arch, u.registers, u.spill_stores, u.spill_loads, u.stack,
-                           u.smem) for u in usage(src, arch)]
-    return rows
+    return [u for name, src in sources() for arch in arches for u in usage(name, src, arch)]
 
 
 _ROW: Final = re.compile(r"^\| `([^`]+)` \| `([^`]+)` \| (sm_\d+) \|(?:[^|]*\|){4}\s*(.*?)\s*\|\s*$")
