@@ -4,6 +4,8 @@
 // the memory checker (emu_memcheck.h). emu_cuda.h declares what kernel code and
 // its templates call; each module links its own copy (hidden symbols), so a
 // module's checker, thread-local state and built-in variables are its own.
+// What emu_cuda.h declares is documented there; the comments here are on
+// the runtime's own helpers.
 
 #include <cstdarg>
 
@@ -75,7 +77,6 @@ __asm__(
     ".size nxemu_switch, .-nxemu_switch\n");
 #endif
 
-// Back to the scheduler; returns when the scheduler resumes this fiber.
 void yield() {
     State& s = state();
     Fiber* f = s.current;
@@ -86,7 +87,6 @@ void yield() {
 #endif
 }
 
-// Record a fault and leave the fiber for good: the launch stops.
 [[noreturn]] void fault_exit() {
     State& s = state();
     s.failed = true;
@@ -110,9 +110,6 @@ void yield() {
     fault_exit();
 }
 
-// The built-in variables of the running thread, kept where a kernel reads
-// them at constant addresses (unchecked): the block's when it starts, the
-// thread's when its fiber resumes.
 uint3 g_thread_idx{0, 0, 0}, g_block_idx{0, 0, 0};
 dim3 g_block_dim, g_grid_dim;
 
@@ -158,9 +155,6 @@ static void recheck(State& s, unsigned wi) {
         if (r.used && !r.complete) check_complete(s, wi, r);
 }
 
-// Join the collective `kind` of the calling lane's warp with `mask`, giving
-// `value` (of up to 8 bytes) and `pred`; returns the completed rendezvous. The
-// caller reads it, then calls `leave`.
 Rendezvous& join(int kind, unsigned mask, const void* value, size_t size, bool pred) {
     State& s = state();
     Fiber* f = s.current;
@@ -211,10 +205,6 @@ void check_width(const char* fn, int width) {
 }
 
 
-// Source lanes, as CUDA states them: __shfl_sync reads lane srcLane of the
-// caller's group of `width`; _up and _down read delta lanes away and keep the
-// caller's value where that leaves the group; _xor reads lane ^ laneMask and
-// keeps the caller's value where that is in a later group.
 unsigned src_idx(unsigned lane, int src, int width) {
     return (lane & ~unsigned(width - 1)) + (unsigned(src) & unsigned(width - 1));
 }
@@ -240,8 +230,6 @@ static void release_barrier(State& s) {
     s.bar_count[s.bar_gen & 1u] = 0;
 }
 
-// Wait until every live thread of the block arrives; the number of arrived
-// threads whose `pred` is nonzero, and in `total` the number that arrived.
 unsigned barrier(int pred, unsigned* total) {
     Unchecked runtime;
     State& s = state();
@@ -415,10 +403,6 @@ static int run_block(State& s, unsigned count) {
     return 0;
 }
 
-// Launch `body` over the grid, its accesses checked against the device's
-// allocations `allocs` (n sorted [lo, hi) pairs): 0 done, 1 a fault in the
-// kernel (the device's state is then unknown, as after a GPU's sticky error),
-// 2 a launch the configuration refuses. The message goes to err.
 int run_grid(Body body, void* ctx, const unsigned* grid, const unsigned* block, unsigned long shared,
                              const unsigned long long* allocs, size_t n_allocs, char* err, size_t errlen) {
     State& s = state();
