@@ -180,15 +180,27 @@ def _source(prog: Prog, consts: Sequence[Any], spreads: Sequence[int] | None = N
     ins = [f"a{k}" for k in read]
     outs = [f"o{k}" for k in range(len(prog.outs))]
     if spreads is not None:
-        # Each row's slice views of the per-element operands and the outputs,
-        # read and written at [j]: indexing from ``r · cols`` would keep LLVM's
-        # loads scalar.
+        # One row is a function of its own (``row``), given each row's slice
+        # views of the per-element operands and the outputs, read and written
+        # at [j] (indexing from ``r · cols`` would keep LLVM's loads scalar),
+        # the per-column operands whole and the per-row values: its loop, not
+        # nested in the rows', vectorises as a loop over one array does
+        # (measured on one thread: GELU of a biased [720, 1536], 3.9 ns an
+        # element against 4.7 with the loop nested).
         each = [f"a{k}" for k in read if spread[k] == EACH] + outs
-        lines = [f"def kernel({', '.join([*ins, *outs])}, rows, c32, c64):", "    wide_vectors()",
-                 *head, "    cols = o0.size // rows", "    for r in range(rows):",
+        row_values = [line.split("=")[0].strip() for line in outer]
+        args = [*(f"{x}s" for x in each), *(f"a{k}" for k in read if spread[k] == PER_COLUMN),
+                *row_values]
+        lines = [f"def row({', '.join([*args, 'c32', 'c64'])}):", "    wide_vectors()", *head,
+                 "    for j in range(o0s.size):", *body,
+                 *(f"        o{k}s[j] = {name[o]}" for k, o in enumerate(prog.outs)),
+                 "",
+                 f"def kernel({', '.join([*ins, *outs])}, rows, c32, c64):",
+                 # the constants the per-row values read
+                 *(line for line in head if re.search(rf"\b{line.split()[0]}\b", " ".join(outer))),
+                 "    cols = o0.size // rows", "    for r in range(rows):",
                  *(f"        {x}s = {x}[r * cols:(r + 1) * cols]" for x in each), *outer,
-                 "        for j in range(cols):", *("    " + line for line in body),
-                 *(f"            o{k}s[j] = {name[o]}" for k, o in enumerate(prog.outs))]
+                 f"        row({', '.join([*args, 'c32', 'c64'])})"]
         return "\n".join(lines) + "\n", c32, c64, read
     stores = [f"        o{k}[j] = {name[o]}" for k, o in enumerate(prog.outs)]
     lines = [f"def kernel({', '.join([*ins, *outs])}, c32, c64):", "    wide_vectors()", *head]
@@ -317,7 +329,11 @@ def plan(prog: Prog, consts: Sequence[Any], spreads: Sequence[int] | None = None
         "simdfloat64": simdfloat64}
     exec(compile(source, f"<nxkernel fused {hash(prog):x}>", "exec"), scope)
     # error_model="numpy": a division by zero is IEEE's, not an exception.
-    kernel = njit(nogil=True, error_model="numpy")(scope["kernel"])
+    # ``kernel`` finds ``row`` (a loop over rows calls it) compiled in its scope.
+    for function in ("row", "kernel"):
+        if function in scope:
+            scope[function] = njit(nogil=True, error_model="numpy")(scope[function])
+    kernel = scope["kernel"]
     fused = Fused(source, kernel, _pack(c32, np.float32), _pack(c64, np.float64),
                   tuple(prog.ins[k].numpy_dtype if k in read else None
                         for k in range(prog.n_ins)),
