@@ -43,9 +43,10 @@ import numpy.typing as npt
 from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils as numba_cgutils
 from numba.core import config
 from numba.extending import intrinsic
+
+from .irvectors import I32, I64, Vectors, cgutils
 
 __all__ = ["LANE_BYTES", "product", "product_at", "scores", "scores_at", "unit_rows", "weighted",
            "weighted_at"]
@@ -95,13 +96,6 @@ _K_CHUNK: Final = 256
 #: The most rows of a that a block packs.
 _PACK_ROWS: Final = max(_WIDE_BLOCK[0], _MID_BLOCK[0], _NARROW_BLOCK[0])
 
-#: Numba's code-generation helpers (untyped for the checker).
-cgutils: Final[Any] = numba_cgutils
-
-_I1 = ir.IntType(1)
-_I32 = ir.IntType(32)
-_I64 = ir.IntType(64)
-
 
 def unit_rows(x: Arr) -> bool:
     """Whether the kernels read 2-D ``x`` in place: unit stride along its last
@@ -115,69 +109,6 @@ def unit_rows(x: Arr) -> bool:
 # --------------------------------------------------------------------------
 
 
-class _Vectors:
-    """LLVM types and intrinsics for vectors of ``nbytes`` (W lanes) of one
-    float dtype, in the module being generated."""
-
-    def __init__(self, context: Any, builder: Any, dtype: Any, nbytes: int = LANE_BYTES) -> None:
-        self.builder = builder
-        self.size = dtype.bitwidth // 8
-        self.w = nbytes // self.size
-        self.fty = context.get_value_type(dtype)
-        self.vty = ir.VectorType(self.fty, self.w)
-        self.ptr = self.vty.as_pointer()
-        self.mty = ir.VectorType(_I1, self.w)
-        name = f"v{self.w}f{dtype.bitwidth}"
-        module = builder.module
-        self._fma = cgutils.get_or_insert_function(
-            module, ir.FunctionType(self.vty, [self.vty] * 3), f"llvm.fma.{name}")
-        self._load = cgutils.get_or_insert_function(
-            module, ir.FunctionType(self.vty, [self.ptr, _I32, self.mty, self.vty]),
-            f"llvm.masked.load.{name}.p0{name}")
-        self._store = cgutils.get_or_insert_function(
-            module, ir.FunctionType(ir.VoidType(), [self.vty, self.ptr, _I32, self.mty]),
-            f"llvm.masked.store.{name}.p0{name}")
-
-    def splat(self, value: float | Any) -> Any:
-        """A vector of ``value`` in every lane (a constant or a scalar)."""
-        if isinstance(value, float):
-            return ir.Constant(self.vty, [ir.Constant(self.fty, value)] * self.w)
-        b = self.builder
-        one = b.insert_element(ir.Constant(self.vty, None), value, ir.Constant(_I32, 0))
-        return b.shuffle_vector(one, one, ir.Constant(ir.VectorType(_I32, self.w), [0] * self.w))
-
-    def mask(self, count: Any) -> Any:
-        """Lanes ``l < count`` (a signed int64; ≤ 0 gives none)."""
-        b = self.builder
-        lanes = ir.Constant(ir.VectorType(_I64, self.w), list(range(self.w)))
-        wide = b.insert_element(ir.Constant(ir.VectorType(_I64, self.w), None), count,
-                                ir.Constant(_I32, 0))
-        wide = b.shuffle_vector(wide, wide, ir.Constant(ir.VectorType(_I32, self.w), [0] * self.w))
-        return b.icmp_signed("<", lanes, wide)
-
-    def load(self, ptr: Any, mask: Any | None) -> Any:
-        """The W elements at ``ptr`` (a scalar pointer); with a mask, only its
-        lanes are read, the others 0."""
-        b = self.builder
-        vp = b.bitcast(ptr, self.ptr)
-        if mask is None:
-            return b.load(vp, align=self.size)
-        return b.call(self._load, [vp, ir.Constant(_I32, self.size), mask, self.splat(0.0)])
-
-    def store(self, value: Any, ptr: Any, mask: Any | None) -> None:
-        """Write the lanes of ``value`` at ``ptr`` (with a mask, its lanes only)."""
-        b = self.builder
-        vp = b.bitcast(ptr, self.ptr)
-        if mask is None:
-            b.store(value, vp, align=self.size)
-        else:
-            b.call(self._store, [value, vp, ir.Constant(_I32, self.size), mask])
-
-    def fma(self, a: Any, b: Any, c: Any) -> Any:
-        """``a·b + c`` per lane, rounded once."""
-        return self.builder.call(self._fma, [a, b, c])
-
-
 def _data(context: Any, builder: Any, aryty: Any, ary: Any, offset: Any) -> Any:
     """A pointer to element ``offset`` (from the first) of array ``ary``."""
     return builder.gep(context.make_array(aryty)(context, builder, ary).data, [offset])
@@ -185,8 +116,8 @@ def _data(context: Any, builder: Any, aryty: Any, ary: Any, offset: Any) -> Any:
 
 def _clamped(builder: Any, i: int, n: Any) -> Any:
     """``min(i, n − 1)`` for a constant i and an int64 n ≥ 1."""
-    at = ir.Constant(_I64, i)
-    return builder.select(builder.icmp_signed("<", at, n), at, builder.sub(n, ir.Constant(_I64, 1)))
+    at = ir.Constant(I64, i)
+    return builder.select(builder.icmp_signed("<", at, n), at, builder.sub(n, ir.Constant(I64, 1)))
 
 
 def _floats(*arrays: Any) -> bool:
@@ -196,7 +127,7 @@ def _floats(*arrays: Any) -> bool:
         types.float32, types.float64) and all(a.dtype == first.dtype for a in arrays)
 
 
-def _halving_tree(vec: _Vectors, parts: list[Any]) -> Any:
+def _halving_tree(vec: Vectors, parts: list[Any]) -> Any:
     """W vectors of W partial lanes each → one vector whose lane t is vector t's
     lanes added as the halving tree (module doc). Each level pairs vectors
     (A, B) whose groups of 2h lanes each hold one dot product and adds lane
@@ -206,8 +137,8 @@ def _halving_tree(vec: _Vectors, parts: list[Any]) -> Any:
     while len(parts) > 1:
         lo = [g + lane for g in range(0, w, 2 * h) for lane in range(h)]
         hi = [g + h + lane for g in range(0, w, 2 * h) for lane in range(h)]
-        pick_lo = ir.Constant(ir.VectorType(_I32, w), lo + [w + x for x in lo])
-        pick_hi = ir.Constant(ir.VectorType(_I32, w), hi + [w + x for x in hi])
+        pick_lo = ir.Constant(ir.VectorType(I32, w), lo + [w + x for x in lo])
+        pick_hi = ir.Constant(ir.VectorType(I32, w), hi + [w + x for x in hi])
         parts = [b.fadd(b.shuffle_vector(x, y, pick_lo), b.shuffle_vector(x, y, pick_hi))
                  for x, y in zip(parts[0::2], parts[1::2], strict=True)]
         h //= 2
@@ -233,19 +164,19 @@ def _dots_intrinsic(typingctx: Any, k: Any, ko: Any, ldk: Any, nk: Any, q: Any, 
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         ka, ko_, ldk_, nk_, qa, qo_, ldq_, nq_, _, d_, oa, oo_, groups_ = args
-        vec = _Vectors(context, builder, sig.args[0].dtype)
+        vec = Vectors(context, builder, sig.args[0].dtype, LANE_BYTES)
         w = vec.w
         keys = w // r
         qp = _data(context, builder, sig.args[4], qa, qo_)
         qrows = [builder.gep(qp, [builder.mul(_clamped(builder, i, nq_), ldq_)]) for i in range(r)]
         acc = [cgutils.alloca_once(builder, vec.vty) for _ in range(w)]
         with cgutils.for_range(builder, groups_) as group:
-            first_key = builder.mul(group.index, ir.Constant(_I64, keys))
+            first_key = builder.mul(group.index, ir.Constant(I64, keys))
             kp = _data(context, builder, sig.args[0], ka,
                        builder.add(ko_, builder.mul(first_key, ldk_)))
             krows = [builder.gep(kp, [builder.mul(_clamped(builder, g, nk_), ldk_)])
                      for g in range(keys)]
-            out_at = builder.add(oo_, builder.mul(group.index, ir.Constant(_I64, w)))
+            out_at = builder.add(oo_, builder.mul(group.index, ir.Constant(I64, w)))
             _dot_group(vec, builder, acc, krows, qrows, r, d_,
                        _data(context, builder, sig.args[10], oa, out_at))
         return context.get_dummy_value()
@@ -253,7 +184,7 @@ def _dots_intrinsic(typingctx: Any, k: Any, ko: Any, ldk: Any, nk: Any, q: Any, 
     return types.none(k, ko, ldk, nk, q, qo, ldq, nq, rows, d, out, oo, groups), codegen
 
 
-def _dot_group(vec: _Vectors, builder: Any, acc: list[Any], krows: list[Any], qrows: list[Any],
+def _dot_group(vec: Vectors, builder: Any, acc: list[Any], krows: list[Any], qrows: list[Any],
                r: int, d: Any, out: Any) -> None:
     """One group of ``_dots``: the W pairs' lanes from −0 over d in passes of
     ``_PASS_PAIRS`` pairs, then their halving trees stored at ``out``."""
@@ -270,14 +201,14 @@ def _dot_group(vec: _Vectors, builder: Any, acc: list[Any], krows: list[Any], qr
             builder.store(new if mask is None else builder.select(mask, new, old), acc[p])
 
     # A pass over d per ``_PASS_PAIRS`` pairs, whose accumulators stay in registers.
-    width = ir.Constant(_I64, w)
+    width = ir.Constant(I64, w)
     whole = builder.udiv(d, width)
     rest = builder.urem(d, width)
     for first in range(0, w, _PASS_PAIRS):
         pairs = range(first, min(w, first + _PASS_PAIRS))
         with cgutils.for_range(builder, whole) as loop:
             step(pairs, builder.mul(loop.index, width), None)
-        with builder.if_then(builder.icmp_unsigned("!=", rest, ir.Constant(_I64, 0))):
+        with builder.if_then(builder.icmp_unsigned("!=", rest, ir.Constant(I64, 0))):
             step(pairs, builder.mul(whole, width), vec.mask(rest))
     vec.store(_halving_tree(vec, [builder.load(a) for a in acc]), out, None)
 
@@ -297,19 +228,19 @@ def _weighted_intrinsic(typingctx: Any, e: Any, eo: Any, lde: Any, r: Any, v: An
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         ea, eo_, lde_, r_, va, vo_, ldv_, n_, dv_, oa, oo_, ldo_, fresh_ = args
-        vec = _Vectors(context, builder, sig.args[0].dtype, _VECTOR_BYTES)
+        vec = Vectors(context, builder, sig.args[0].dtype, _VECTOR_BYTES)
         w = vec.w
-        span = ir.Constant(_I64, _WEIGHTED_VECTORS * w)
+        span = ir.Constant(I64, _WEIGHTED_VECTORS * w)
         ep = _data(context, builder, sig.args[0], ea, eo_)
         vp = _data(context, builder, sig.args[4], va, vo_)
         op = _data(context, builder, sig.args[9], oa, oo_)
         rows = [_clamped(builder, i, r_) for i in range(_BLOCK_ROWS)]
         acc = [[cgutils.alloca_once(builder, vec.vty) for _ in range(_WEIGHTED_VECTORS)]
                for _ in range(_BLOCK_ROWS)]
-        blocks = builder.udiv(builder.add(dv_, builder.sub(span, ir.Constant(_I64, 1))), span)
+        blocks = builder.udiv(builder.add(dv_, builder.sub(span, ir.Constant(I64, 1))), span)
         with cgutils.for_range(builder, blocks) as block:
             c0 = builder.mul(block.index, span)
-            masks = [vec.mask(builder.sub(dv_, builder.add(c0, ir.Constant(_I64, c * w))))
+            masks = [vec.mask(builder.sub(dv_, builder.add(c0, ir.Constant(I64, c * w))))
                      for c in range(_WEIGHTED_VECTORS)]
             # Whole blocks of columns load and store without masks (``_block``).
             whole = builder.icmp_signed("<=", builder.add(c0, span), dv_)
@@ -323,7 +254,7 @@ def _weighted_intrinsic(typingctx: Any, e: Any, eo: Any, lde: Any, r: Any, v: An
     return types.none(e, eo, lde, r, v, vo, ldv, n, dv, out, oo, ldo, fresh), codegen
 
 
-def _chains_from(vec: _Vectors, builder: Any, acc: list[list[Any]], fresh: Any, zero: float,
+def _chains_from(vec: Vectors, builder: Any, acc: list[list[Any]], fresh: Any, zero: float,
                  rows: list[Any], masks: list[Any] | None) -> None:
     """Start a register block's chains: ``zero`` in every lane where ``fresh``
     is true, else the chains so far, row i's registers read from ``rows[i]``
@@ -337,22 +268,22 @@ def _chains_from(vec: _Vectors, builder: Any, acc: list[list[Any]], fresh: Any, 
         with carry_on:
             for at, row in zip(rows, acc, strict=True):
                 for v, slot in enumerate(row):
-                    builder.store(vec.load(builder.gep(at, [ir.Constant(_I64, v * vec.w)]),
+                    builder.store(vec.load(builder.gep(at, [ir.Constant(I64, v * vec.w)]),
                                            None if masks is None else masks[v]), slot)
 
 
-def _store_rows(vec: _Vectors, builder: Any, acc: list[list[Any]], rows: list[Any], count: Any,
+def _store_rows(vec: Vectors, builder: Any, acc: list[list[Any]], rows: list[Any], count: Any,
                 masks: list[Any] | None) -> None:
     """Store a register block's rows below ``count``, row i's registers at
     ``rows[i]`` (lanes past the columns masked off where ``masks`` is given)."""
     for i, (at, row) in enumerate(zip(rows, acc, strict=True)):
-        with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, i), count)):
+        with builder.if_then(builder.icmp_signed("<", ir.Constant(I64, i), count)):
             for v, slot in enumerate(row):
-                vec.store(builder.load(slot), builder.gep(at, [ir.Constant(_I64, v * vec.w)]),
+                vec.store(builder.load(slot), builder.gep(at, [ir.Constant(I64, v * vec.w)]),
                           None if masks is None else masks[v])
 
 
-def _weighted_block(vec: _Vectors, builder: Any, acc: list[list[Any]], rows: list[Any],
+def _weighted_block(vec: Vectors, builder: Any, acc: list[list[Any]], rows: list[Any],
                     masks: list[Any] | None, fresh: Any, ep: Any, lde: Any, vp: Any, ldv: Any,
                     n: Any, op: Any, ldo: Any, r: Any, c0: Any) -> None:
     """``_weighted``'s block of columns from c0: the sums from +0 (``fresh``)
@@ -366,7 +297,7 @@ def _weighted_block(vec: _Vectors, builder: Any, acc: list[list[Any]], rows: lis
         vrow = builder.gep(vp, [builder.add(builder.mul(key.index, ldv), c0)])
         weights = [vec.splat(builder.load(builder.gep(erow, [i]))) for i in rows]
         for c in range(_WEIGHTED_VECTORS):
-            values = vec.load(builder.gep(vrow, [ir.Constant(_I64, c * w)]),
+            values = vec.load(builder.gep(vrow, [ir.Constant(I64, c * w)]),
                               None if masks is None else masks[c])
             for i in range(_BLOCK_ROWS):
                 slot = acc[i][c]
@@ -398,27 +329,27 @@ def _block_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         a_, ao_, lda_, ak_, mr_, b_, bo_, ldb_, nc_, k_, c_, co_, ldc_, fresh_ = args[:14]
-        vec = _Vectors(context, builder, sig.args[14], _VECTOR_BYTES)
+        vec = Vectors(context, builder, sig.args[14], _VECTOR_BYTES)
         w = vec.w
         pointer = vec.fty.as_pointer()
         ap, bp, cp = (builder.gep(builder.inttoptr(x, pointer), [at])
                       for x, at in ((a_, ao_), (b_, bo_), (c_, co_)))
         arows = [builder.gep(ap, [builder.mul(_clamped(builder, i, mr_), lda_)])
                  for i in range(mrows)]
-        masks = [vec.mask(builder.sub(nc_, ir.Constant(_I64, v * w))) for v in range(nvec)]
+        masks = [vec.mask(builder.sub(nc_, ir.Constant(I64, v * w))) for v in range(nvec)]
         acc = [[cgutils.alloca_once(builder, vec.vty) for _ in range(nvec)] for _ in range(mrows)]
         crows = [builder.gep(cp, [builder.mul(_clamped(builder, i, mr_), ldc_)])
                  for i in range(mrows)]
         # Whole blocks load and store without masks (a masked store is
         # microcoded on AMD's cores: it took as long as a block's products).
-        whole = builder.icmp_signed(">=", nc_, ir.Constant(_I64, nvec * w))
+        whole = builder.icmp_signed(">=", nc_, ir.Constant(I64, nvec * w))
         with builder.if_else(whole) as (unmasked, masked):
             for branch, use in ((unmasked, None), (masked, masks)):
                 with branch:
                     _chains_from(vec, builder, acc, fresh_, -0.0, crows, use)
                     with cgutils.for_range(builder, k_) as step:
                         brow = builder.gep(bp, [builder.mul(step.index, ldb_)])
-                        bv = [vec.load(builder.gep(brow, [ir.Constant(_I64, v * w)]),
+                        bv = [vec.load(builder.gep(brow, [ir.Constant(I64, v * w)]),
                                        None if use is None else use[v]) for v in range(nvec)]
                         at = builder.mul(step.index, ak_)
                         for i in range(mrows):
@@ -454,10 +385,10 @@ def _pack_intrinsic(typingctx: Any, a: Any, ao: Any, lda: Any, ak: Any, mr: Any,
         out = builder.inttoptr(into_, pointer)
         with cgutils.for_range(builder, k_) as step:
             at = builder.mul(step.index, ak_)
-            base = builder.mul(step.index, ir.Constant(_I64, count))
+            base = builder.mul(step.index, ir.Constant(I64, count))
             for i, row in enumerate(arows):
                 value = builder.load(builder.gep(row, [at]))
-                builder.store(value, builder.gep(out, [builder.add(base, ir.Constant(_I64, i))]))
+                builder.store(value, builder.gep(out, [builder.add(base, ir.Constant(I64, i))]))
         return context.get_dummy_value()
 
     return types.none(a, ao, lda, ak, mr, k, into, like, rows), codegen

@@ -28,8 +28,9 @@ import numpy as np
 import numpy.typing as npt
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils as numba_cgutils
 from numba.extending import intrinsic
+
+from .irvectors import I64, Vectors, cgutils
 
 __all__ = ["BLOCK", "cmul", "cprod_blocks", "prod_blocks", "sqdev_blocks", "sum_blocks", "tree_add",
            "tree_cmul", "tree_mul"]
@@ -51,21 +52,18 @@ _SUM: Final = 0
 _SQDEV: Final = 1
 _PROD: Final = 2
 
-#: Numba's code-generation helpers (untyped for the checker).
-cgutils: Final[Any] = numba_cgutils
-
 
 @intrinsic
 def _lane_chains_intrinsic(typingctx: Any, x: Any, at: Any, count: Any, mean: Any, lanes: Any,
                            kind: Any) -> Any:
     """``lanes[l]`` = lane l's chain over the terms ``x.flat[at + t]``, t <
-    ``count`` (a multiple of 16), t ≡ l (mod 16), in order of t, in ``lanes``'
-    dtype (each term widened exactly first): from +0 adding the terms
-    (``_SUM``) or the squares ``(term − mean)·(term − mean)`` (``_SQDEV``,
-    the difference and the square each rounded), or from 1 multiplying by
-    the terms (``_PROD``). The 16 chains are one vector of 16 lanes, so the
-    loop runs on whole registers; each lane's operations are the scalar
-    chain's, the same bits."""
+    ``count``, t ≡ l (mod 16), in order of t, in ``lanes``' dtype (each term
+    widened exactly first): from +0 adding the terms (``_SUM``) or the
+    squares ``(term − mean)·(term − mean)`` (``_SQDEV``, the difference and
+    the square each rounded), or from 1 multiplying by the terms (``_PROD``).
+    The 16 chains are one vector of 16 lanes: whole vectors of terms, then
+    the last ``count mod 16`` by a masked load, the lanes past them kept as
+    they were. Each lane's operations are the scalar chain's, the same bits."""
     if not (isinstance(x, types.Array) and x.layout == "C" and isinstance(lanes, types.Array)
             and isinstance(kind, types.IntegerLiteral) and isinstance(x.dtype, types.Float)
             and isinstance(lanes.dtype, types.Float) and x.dtype.bitwidth <= lanes.dtype.bitwidth
@@ -76,28 +74,18 @@ def _lane_chains_intrinsic(typingctx: Any, x: Any, at: Any, count: Any, mean: An
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         xa, at_, count_, mean_, la = args[:5]
-        f_in = context.get_value_type(sig.args[0].dtype)
-        f_acc = context.get_value_type(sig.args[4].dtype)
-        v_in, v_acc = ir.VectorType(f_in, _LANES), ir.VectorType(f_acc, _LANES)
-        i64 = ir.IntType(64)
-        xp = builder.gep(context.make_array(sig.args[0])(context, builder, xa).data, [at_])
-        lp = context.make_array(sig.args[4])(context, builder, la).data
-        start = ir.Constant(f_acc, 1.0 if op == _PROD else 0.0)
-        acc = cgutils.alloca_once(builder, v_acc)
-        builder.store(ir.Constant(v_acc, [start] * _LANES), acc)
-        centre = None
-        if op == _SQDEV:
-            m = context.cast(builder, mean_, sig.args[3], sig.args[4].dtype)
-            one = builder.insert_element(ir.Constant(v_acc, None), m, ir.Constant(ir.IntType(32), 0))
-            centre = builder.shuffle_vector(one, one, ir.Constant(ir.VectorType(ir.IntType(32), _LANES),
-                                                                  [0] * _LANES))
-        steps = builder.udiv(count_, ir.Constant(i64, _LANES))
-        size = sig.args[0].dtype.bitwidth // 8
-        with cgutils.for_range(builder, steps) as step:
-            where = builder.gep(xp, [builder.mul(step.index, ir.Constant(i64, _LANES))])
-            terms = builder.load(builder.bitcast(where, v_in.as_pointer()), align=size)
-            if f_in != f_acc:
-                terms = builder.fpext(terms, v_acc)
+        x_ty, _, _, mean_ty, lanes_ty = sig.args[:5]
+        terms_of = Vectors(context, builder, x_ty.dtype, _LANES * x_ty.dtype.bitwidth // 8)
+        chains = Vectors(context, builder, lanes_ty.dtype, _LANES * lanes_ty.dtype.bitwidth // 8)
+        xp = builder.gep(context.make_array(x_ty)(context, builder, xa).data, [at_])
+        acc = cgutils.alloca_once(builder, chains.vty)
+        builder.store(chains.splat(1.0 if op == _PROD else 0.0), acc)
+        centre = chains.splat(context.cast(builder, mean_, mean_ty, lanes_ty.dtype))
+
+        def step(where: Any, mask: Any | None) -> None:
+            terms = terms_of.load(where, mask)
+            if terms_of.fty != chains.fty:
+                terms = builder.fpext(terms, chains.vty)
             old = builder.load(acc)
             if op == _SUM:
                 new = builder.fadd(old, terms)
@@ -106,9 +94,16 @@ def _lane_chains_intrinsic(typingctx: Any, x: Any, at: Any, count: Any, mean: An
             else:
                 d = builder.fsub(terms, centre)
                 new = builder.fadd(old, builder.fmul(d, d))
-            builder.store(new, acc)
-        builder.store(builder.load(acc), builder.bitcast(lp, v_acc.as_pointer()),
-                      align=sig.args[4].dtype.bitwidth // 8)
+            builder.store(new if mask is None else builder.select(mask, new, old), acc)
+
+        sixteen = ir.Constant(I64, _LANES)
+        steps = builder.udiv(count_, sixteen)
+        with cgutils.for_range(builder, steps) as loop:
+            step(builder.gep(xp, [builder.mul(loop.index, sixteen)]), None)
+        step(builder.gep(xp, [builder.mul(steps, sixteen)]),
+             terms_of.mask(builder.urem(count_, sixteen)))
+        lp = context.make_array(lanes_ty)(context, builder, la).data
+        chains.store(builder.load(acc), lp, None)
         return context.get_dummy_value()
 
     return types.none(x, at, count, mean, lanes, kind), codegen
@@ -117,27 +112,30 @@ def _lane_chains_intrinsic(typingctx: Any, x: Any, at: Any, count: Any, mean: An
 _lane_chains = cast("Callable[..., None]", _lane_chains_intrinsic)
 
 
+@njit(inline="always")
+def _halving_tree(lanes: Arr, multiply: bool) -> Any:  # pragma: no cover - compiled
+    """The block's value from its 16 lanes: lane l combined with lane l + 8
+    for l < 8, then with l + 4, + 2, + 1 (each a sum, or a product where
+    ``multiply``, rounded in the lanes' dtype); overwrites ``lanes``."""
+    half = _LANES // 2
+    while half >= 1:
+        for i in range(half):
+            lanes[i] = lanes[i] * lanes[i + half] if multiply else lanes[i] + lanes[i + half]
+        half //= 2
+    return lanes[0]
+
+
 @njit(nogil=True, cache=True)
 def sum_blocks(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
     """``out[r, b]`` = the lane-order sum of block ``b`` of row ``r`` of ``x``,
     each lane chained from +0 in ``out``'s dtype (terms widen exactly)."""
     n = x.shape[1]
-    lanes = np.zeros(_LANES, out.dtype)
+    lanes = np.empty(_LANES, out.dtype)
     for r in range(x.shape[0]):
         for b in range(out.shape[1]):
-            lo = b * 1024
-            m = min(lo + 1024, n) - lo
-            full = m - m % _LANES
-            _lane_chains(x, r * n + lo, full, 0.0, lanes, _SUM)
-            for t in range(m - full):
-                lanes[t] += x[r, lo + full + t]
-            for i in range(8):
-                lanes[i] += lanes[i + 8]
-            for i in range(4):
-                lanes[i] += lanes[i + 4]
-            for i in range(2):
-                lanes[i] += lanes[i + 2]
-            out[r, b] = lanes[0] + lanes[1]
+            lo = b * BLOCK
+            _lane_chains(x, r * n + lo, min(lo + BLOCK, n) - lo, 0.0, lanes, _SUM)
+            out[r, b] = _halving_tree(lanes, False)
 
 
 @njit(nogil=True, cache=True)
@@ -145,24 +143,12 @@ def sqdev_blocks(x: Arr, mean: Arr, out: Arr) -> None:  # pragma: no cover - com
     """``out[r, b]`` = the lane-order sum over block ``b`` of row ``r`` of
     ``(x − mean[r])²``, computed in float64 (``mean`` and ``out`` float64)."""
     n = x.shape[1]
-    lanes = np.zeros(_LANES, np.float64)
+    lanes = np.empty(_LANES, np.float64)
     for r in range(x.shape[0]):
-        mu = mean[r]
         for b in range(out.shape[1]):
-            lo = b * 1024
-            m = min(lo + 1024, n) - lo
-            full = m - m % _LANES
-            _lane_chains(x, r * n + lo, full, mu, lanes, _SQDEV)
-            for t in range(m - full):
-                d = x[r, lo + full + t] - mu
-                lanes[t] += d * d
-            for i in range(8):
-                lanes[i] += lanes[i + 8]
-            for i in range(4):
-                lanes[i] += lanes[i + 4]
-            for i in range(2):
-                lanes[i] += lanes[i + 2]
-            out[r, b] = lanes[0] + lanes[1]
+            lo = b * BLOCK
+            _lane_chains(x, r * n + lo, min(lo + BLOCK, n) - lo, mean[r], lanes, _SQDEV)
+            out[r, b] = _halving_tree(lanes, False)
 
 
 @njit(nogil=True, cache=True)
@@ -171,22 +157,12 @@ def prod_blocks(x: Arr, out: Arr) -> None:  # pragma: no cover - compiled
     real ``x``, each lane chained from 1 (the same bits as from its first
     term: 1·x is x)."""
     n = x.shape[1]
-    lanes = np.ones(_LANES, out.dtype)
+    lanes = np.empty(_LANES, out.dtype)
     for r in range(x.shape[0]):
         for b in range(out.shape[1]):
-            lo = b * 1024
-            m = min(lo + 1024, n) - lo
-            full = m - m % _LANES
-            _lane_chains(x, r * n + lo, full, 0.0, lanes, _PROD)
-            for t in range(m - full):
-                lanes[t] *= x[r, lo + full + t]
-            for i in range(8):
-                lanes[i] *= lanes[i + 8]
-            for i in range(4):
-                lanes[i] *= lanes[i + 4]
-            for i in range(2):
-                lanes[i] *= lanes[i + 2]
-            out[r, b] = lanes[0] * lanes[1]
+            lo = b * BLOCK
+            _lane_chains(x, r * n + lo, min(lo + BLOCK, n) - lo, 0.0, lanes, _PROD)
+            out[r, b] = _halving_tree(lanes, True)
 
 
 @njit(inline="always")
