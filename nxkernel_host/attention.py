@@ -74,8 +74,8 @@ from nxkernel_core.array import Array
 from nxkernel_core.spec import Attention
 
 from . import attnunits, lanedots, pool, views
-from .attnplan import LANE_ROWS, MIN_PARALLEL_PAIRS, _Head, _Plan, _plan, _Rows, row_tile
-from .attnunits import _finish, _maxima, _rescale, _shifted, _sums
+from .attnplan import LANE_ROWS, MIN_PARALLEL_PAIRS, Head, Plan, Rows, plan_call, row_tile
+from .attnunits import finish_rows, fold_tile, tile_exponentials, tile_maxima, tile_sums
 from .family import Family
 
 __all__ = ["FAMILY", "attention"]
@@ -92,7 +92,7 @@ Arr = npt.NDArray[Any]
 class _Scratch:
     """A thread's buffers: the tile of outputs (keys by rows) and per-row stats."""
 
-    def __init__(self, plan: _Plan) -> None:
+    def __init__(self, plan: Plan) -> None:
         rows, keys = plan.tiling.rows, plan.tiling.keys
         self.flat = np.empty(rows * keys, plan.acc)
         self.m = np.empty(rows, plan.acc)
@@ -104,15 +104,15 @@ class _Scratch:
         self.big_l = np.empty(rows)
         self.big_o = np.empty((rows, plan.v.shape[-1]))
         self.ones = np.ones(rows * keys, np.uint8)
-        self.head: _Head | None = None
+        self.head: Head | None = None
 
     def tile(self, n: int, r: int) -> Arr:
         return self.flat[:n * r].reshape(n, r)
 
-    def head_of(self, plan: _Plan, b: tuple[int, ...], g: int, kmax: int) -> _Head:
+    def head_of(self, plan: Plan, b: tuple[int, ...], g: int, kmax: int) -> Head:
         h = self.head
         if h is None or h.b != b or h.g != g:
-            h = self.head = _Head(plan, b, g, kmax)
+            h = self.head = Head(plan, b, g, kmax)
         return h
 
 
@@ -136,10 +136,10 @@ def _weighted_values(w: Arr, vt: Arr, out: Arr) -> None:
         lanedots.product(w.T, vt, out)
 
 
-def _raw(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, r0: int,
+def _raw(plan: Plan, sc: _Scratch, rows: Rows, b: tuple[int, ...], h: int, r0: int,
          qt: Arr, kt: Arr, j0: int, j1: int) -> tuple[Arr, Any]:
     """The tile of rows ``[r0, r0 + R)`` and keys ``[j0, j1)``, keys by rows,
-    for ``_maxima`` and ``_shifted``, and the factor s they apply: q·k (s the
+    for ``tile_maxima`` and ``tile_exponentials``, and the factor s they apply: q·k (s the
     scale) on the fast path; where output 1 is not the score or the mask is
     not one interval per row, the outputs x themselves with −∞ at pairs the
     mask hides (s = 1, which changes no bit). The same operations, so the
@@ -179,27 +179,27 @@ def _raw(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, r0:
     return st, acc.type(1)
 
 
-def _maxima_of(plan: _Plan, sc: _Scratch, rows: _Rows, st: Arr, s: Any, ok: Arr | None,
+def _maxima_of(plan: Plan, sc: _Scratch, rows: Rows, st: Arr, s: Any, ok: Arr | None,
                j0: int) -> Arr:
     """The rows' maxima of their visible outputs in the tile (``sc.m``)."""
     r = st.shape[1]
     keyok = sc.ones[:st.shape[0]] if ok is None else ok
     m = sc.m[:r]
-    _maxima(st, s, plan.acc.type(-np.inf), rows.lo, rows.hi, rows.lo_max, rows.hi_min, j0,
-            keyok, m)
+    tile_maxima(st, s, plan.acc.type(-np.inf), rows.lo, rows.hi, rows.lo_max, rows.hi_min, j0,
+                keyok, m)
     return m
 
 
-def _exp_shifted(plan: _Plan, sc: _Scratch, rows: _Rows, st: Arr, s: Any, ok: Arr | None,
+def _exp_shifted(plan: Plan, sc: _Scratch, rows: Rows, st: Arr, s: Any, ok: Arr | None,
                  j0: int, shift: Arr) -> None:
     """``st[j, i] = exp(x − shift[i])`` in place (the library's own Exp): 0 at
     hidden pairs."""
     keyok = sc.ones[:st.shape[0]] if ok is None else ok
-    _shifted(st, s, plan.acc.type(-np.inf), rows.lo, rows.hi, rows.lo_max, rows.hi_min, j0,
-             keyok, shift)
+    tile_exponentials(st, s, plan.acc.type(-np.inf), rows.lo, rows.hi, rows.lo_max, rows.hi_min,
+                      j0, keyok, shift)
 
 
-def _visible(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, r: int,
+def _visible(plan: Plan, rows: Rows, b: tuple[int, ...], h: int, r0: int, r: int,
              key: int) -> Arr:
     """Which rows of the tile see ``key`` (for a value holding a NaN or an
     infinity): its interval, its page and the mask."""
@@ -219,7 +219,7 @@ def _visible(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, r: i
     return seen
 
 
-def _weighted(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, w: Arr,
+def _weighted(plan: Plan, rows: Rows, b: tuple[int, ...], h: int, r0: int, w: Arr,
               vt: Arr, ok: Arr | None, j0: int, out: Arr) -> None:
     """``out[i] = Σ_j w[j, i] v[j]`` for the tile's rows (``lanedots``, in the values'
     work dtype). A value holding a NaN or an infinity (rare) is left out of the
@@ -248,8 +248,8 @@ def _weighted(plan: _Plan, rows: _Rows, b: tuple[int, ...], h: int, r0: int, w: 
         out[seen] += ww[key - j0, seen][:, None] * extra[None, :]
 
 
-def _unit(plan: _Plan, sc: _Scratch, b: tuple[int, ...], h: int, heads: int, r0: int,
-          r1: int, rows: _Rows) -> None:
+def _unit(plan: Plan, sc: _Scratch, b: tuple[int, ...], h: int, heads: int, r0: int,
+          r1: int, rows: Rows) -> None:
     """o and lse of rows ``[r0, r1)`` of query heads ``[h, h + heads)`` at lead
     index b, written into the destinations (through buffers where o's dtype is
     not the values' work dtype, or where several heads are one row tile). The
@@ -282,13 +282,13 @@ def _unit(plan: _Plan, sc: _Scratch, b: tuple[int, ...], h: int, heads: int, r0:
             target[...] = D.of_float(plan.o_dtype, got.astype(np.float64))
 
 
-def _attend(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, r0: int,
-            qt: Arr, head: _Head, o: Arr, lse: Arr) -> None:
+def _attend(plan: Plan, sc: _Scratch, rows: Rows, b: tuple[int, ...], h: int, r0: int,
+            qt: Arr, head: Head, o: Arr, lse: Arr) -> None:
     """One pass over the row tile's key tiles. Each tile: its outputs x, the
     rows' maximum m over it and the tiles before, e = exp(x − m) (acc), the
     sums Σ e (acc, key order) and the products eᵀ·V. One key tile: o =
     (eᵀ·V) / Σ e and lse = m + ln Σ e. Several: each tile folded into float64
-    running sums, rescaled by exp(m_old − m_new) (``_rescale``), then o = O / L
+    running sums, rescaled by exp(m_old − m_new) (``fold_tile``), then o = O / L
     and lse = M + ln L."""
     acc = plan.acc
     r = qt.shape[0]
@@ -303,9 +303,9 @@ def _attend(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, 
         st, s = _raw(plan, sc, rows, b, h, r0, qt, kt, j0, j1)
         m = _maxima_of(plan, sc, rows, st, s, ok, j0)
         _exp_shifted(plan, sc, rows, st, s, ok, j0, m)
-        _sums(st, acc.type(0), total)
+        tile_sums(st, acc.type(0), total)
         _weighted(plan, rows, b, h, r0, st, vt, ok, j0, o)
-        _finish(m, total, o, o, lse)
+        finish_rows(m, total, o, o, lse)
         return
     big_m = sc.big_m[:r]
     big_l = sc.big_l[:r]
@@ -319,16 +319,16 @@ def _attend(plan: _Plan, sc: _Scratch, rows: _Rows, b: tuple[int, ...], h: int, 
         st, s = _raw(plan, sc, rows, b, h, r0, qt, kt, j0, j1)
         m = np.maximum(big_m, _maxima_of(plan, sc, rows, st, s, ok, j0)).astype(acc)
         _exp_shifted(plan, sc, rows, st, s, ok, j0, m)
-        _sums(st, acc.type(0), total)
+        tile_sums(st, acc.type(0), total)
         _weighted(plan, rows, b, h, r0, st, vt, ok, j0, part)
-        _rescale(big_m, big_l, big_o, m, total, part)
-    _finish(big_m, big_l, big_o, o, lse)
+        fold_tile(big_m, big_l, big_o, m, total, part)
+    finish_rows(big_m, big_l, big_o, o, lse)
 
 
-_Unit = tuple[tuple[int, ...], int, int, int, int, _Rows, int]
+_Unit = tuple[tuple[int, ...], int, int, int, int, Rows, int]
 
 
-def _stacked(plan: _Plan) -> int:
+def _stacked(plan: Plan) -> int:
     """Query heads per row tile: the group of heads that read one key head
     where all their rows fit one row tile (decoding: a few rows per head) and
     the mask is one band of the pair's coordinates alone, so the group's keys
@@ -338,12 +338,12 @@ def _stacked(plan: _Plan) -> int:
     return g if fits and plan.band_all is not None and plan.ev_logit is None else 1
 
 
-def _visibility(plan: _Plan, heads: int) -> list[tuple[tuple[int, ...], list[_Rows]]]:
+def _visibility(plan: Plan, heads: int) -> list[tuple[tuple[int, ...], list[Rows]]]:
     """Per lead index (in order), the visibility of each of its row tiles,
     ``heads`` heads stacked as rows; found once per length and row tile and
     shared by the heads and the lead indices of that length."""
     step = plan.tiling.rows
-    found: dict[tuple[int, int], _Rows] = {}
+    found: dict[tuple[int, int], Rows] = {}
     out = []
     for b in np.ndindex(*plan.lead):
         kmax = plan.kmax(b)
@@ -357,7 +357,7 @@ def _visibility(plan: _Plan, heads: int) -> list[tuple[tuple[int, ...], list[_Ro
     return out
 
 
-def _units(plan: _Plan, heads: int, b: tuple[int, ...], tiles: Sequence[_Rows]) -> list[_Unit]:
+def _units(plan: Plan, heads: int, b: tuple[int, ...], tiles: Sequence[Rows]) -> list[_Unit]:
     """The row tiles of lead index b, rows ``tiles`` (``_visibility``): every
     (lead index, first head, heads, r0, r1, visibility, cost) in order; the
     cost estimates the pairs the unit reads."""
@@ -392,7 +392,7 @@ class _Layout:
     intervals, the other units, and each thread's share of both. A function
     of the key (``_layout_key``) alone."""
 
-    vis: list[tuple[tuple[int, ...], list[_Rows]]]
+    vis: list[tuple[tuple[int, ...], list[Rows]]]
     table: Arr
     lo: Arr
     hi: Arr
@@ -409,7 +409,7 @@ _LAYOUTS_KEPT: Final = 64
 _layouts_lock = threading.Lock()
 
 
-def _layout_key(plan: _Plan, compiled: bool, operands: Sequence[Array], dsts: Sequence[Array],
+def _layout_key(plan: Plan, compiled: bool, operands: Sequence[Array], dsts: Sequence[Array],
                 parts: int) -> tuple[Any, ...] | None:
     """What decides a call's layout: the spec, whether the compiled path
     takes the call, the operands' and destinations' dtypes, the host views'
@@ -422,7 +422,7 @@ def _layout_key(plan: _Plan, compiled: bool, operands: Sequence[Array], dsts: Se
             tuple((x.shape, x.strides, x.dtype.str) for x in arrays))
 
 
-def _layout_of(plan: _Plan, fast: attnunits.Chunked | None, parts: int) -> _Layout:
+def _layout_of(plan: Plan, fast: attnunits.Chunked | None, parts: int) -> _Layout:
     """The layout of this call (``_Layout``); ``fast`` is the compiled path."""
     heads = _stacked(plan)
     vis = _visibility(plan, heads)
@@ -445,7 +445,7 @@ def _layout_of(plan: _Plan, fast: attnunits.Chunked | None, parts: int) -> _Layo
     return _Layout(vis, table, lo, hi, units, cuts, ranges)
 
 
-def _layout(plan: _Plan, fast: attnunits.Chunked | None, operands: Sequence[Array],
+def _layout(plan: Plan, fast: attnunits.Chunked | None, operands: Sequence[Array],
             dsts: Sequence[Array], parts: int) -> _Layout:
     """The call's layout, from ``_LAYOUTS`` where a call of its key made it."""
     key = _layout_key(plan, fast is not None, operands, dsts, parts)
@@ -469,7 +469,7 @@ def attention(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array])
     o_dst = dsts[0]
     packed = views.target(o_dst)
     o_target = np.empty(o_dst.shape, o_dst.dtype.numpy_dtype) if packed is None else packed
-    plan = _plan(spec, dsts, operands, o_target)
+    plan = plan_call(spec, dsts, operands, o_target)
     fast = attnunits.chunked(plan)
     pairs = math.prod((*plan.lead, plan.hq, plan.tq, max(plan.tk, 1)))
     parts = pool.count() if pairs >= MIN_PARALLEL_PAIRS else 1

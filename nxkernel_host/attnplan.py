@@ -24,7 +24,8 @@ from nxkernel_core.spec import Attention, Paged
 from . import program, views
 from .loads import load
 
-__all__ = ["HEAD_CACHE_BYTES", "KEYS", "MIN_PARALLEL_PAIRS", "ROWS"]
+__all__ = ["HEAD_CACHE_BYTES", "KEYS", "LANE_ROWS", "MIN_PARALLEL_PAIRS", "ROWS", "Head", "Plan", "Rows",
+           "plan_call", "row_tile"]
 
 Arr = npt.NDArray[Any]
 _F32: Final = np.dtype(np.float32)
@@ -122,7 +123,7 @@ def _work(*dts: Dtype) -> np.dtype[Any]:
 
 @final
 @dataclass(slots=True)
-class _Plan:
+class Plan:
     """What every unit of one call reads: operands as host arrays, the
     visibility, the tiling and the destinations."""
 
@@ -161,8 +162,8 @@ class _Plan:
         return int(min(max(int(self.lengths[b]), 0), self.tk))
 
 
-def _plan(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array],
-          o_target: Arr) -> _Plan:
+def plan_call(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array],
+              o_target: Arr) -> Plan:
     """The call's plan: host views of the operands (sub-byte ones unpacked),
     the loads as the loop reads them, the mask's band where output 0 is one
     (exact for these extents), else the programs of output 0 and output 1
@@ -189,7 +190,7 @@ def _plan(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array],
     assert lse_target is not None  # the accumulator is float32 or float64
     acc_dt = spec.acc
     qd, kd, vd = operands[0].dtype, operands[1].dtype, operands[2].dtype
-    return _Plan(
+    return Plan(
         spec=spec, acc=acc_dt.numpy_dtype, score_dt=_work(acc_dt, qd, kd),
         value_dt=_work(acc_dt, vd), q=q, k=k, v=v, table=table, page=page, pages=pages,
         lengths=lengths, loads=loads, lead=lead, hq=hq, tq=tq, tk=tk,
@@ -203,7 +204,7 @@ def _plan(spec: Attention, dsts: Sequence[Array], operands: Sequence[Array],
 
 @final
 @dataclass(frozen=True, slots=True)
-class _Rows:
+class Rows:
     """One row tile's visibility: a key interval per row, ``[lo, hi)``, keys in
     ``[lo_max, hi_min)`` seen by every row; where the band gives several
     intervals (``multi``) or the mask is no band (``general``), ``lo``/``hi``
@@ -235,7 +236,7 @@ def _band(prog: Prog, tq: int, tk: int) -> tuple[masks.Band | None, masks.Interv
 
 
 @functools.lru_cache(maxsize=256)
-def row_tile(prog: Prog, tq: int, tk: int, r0: int, r1: int, kmax: int, heads: int) -> _Rows:
+def row_tile(prog: Prog, tq: int, tk: int, r0: int, r1: int, kmax: int, heads: int) -> Rows:
     """The visibility of rows ``[r0, r1)`` over keys below ``kmax`` (``_rows``),
     repeated for ``heads`` heads stacked as rows: a function of the program
     and these extents, found once for them (its arrays read-only)."""
@@ -243,28 +244,28 @@ def row_tile(prog: Prog, tq: int, tk: int, r0: int, r1: int, kmax: int, heads: i
     if heads > 1:
         multi = None if rows.multi is None else [(np.tile(lo, heads), np.tile(hi, heads))
                                                  for lo, hi in rows.multi]
-        rows = _Rows(np.tile(rows.lo, heads), np.tile(rows.hi, heads), rows.lo_max, rows.hi_min,
+        rows = Rows(np.tile(rows.lo, heads), np.tile(rows.hi, heads), rows.lo_max, rows.hi_min,
                      multi, rows.general, rows.jlo, rows.jhi)
     for x in (rows.lo, rows.hi, *(y for pair in rows.multi or [] for y in pair)):
         x.flags.writeable = False
     return rows
 
 
-def _rows(band_all: masks.Intervals | None, r0: int, r1: int, kmax: int) -> _Rows:
+def _rows(band_all: masks.Intervals | None, r0: int, r1: int, kmax: int) -> Rows:
     """The visibility of rows ``[r0, r1)`` over keys below ``kmax``, from the
     band's intervals over every row (None: no band)."""
     n = r1 - r0
     if band_all is None:
-        return _Rows(masks.per_row(n, 0), masks.per_row(n, kmax), 0, kmax, None, True, 0, kmax)
+        return Rows(masks.per_row(n, 0), masks.per_row(n, kmax), 0, kmax, None, True, 0, kmax)
     ivs = masks.merged([(lo[r0:r1], hi[r0:r1]) for lo, hi in band_all], kmax)
     if not ivs:
-        return _Rows(masks.per_row(n, 0), masks.per_row(n, 0), 0, 0, None, False, 0, 0)
+        return Rows(masks.per_row(n, 0), masks.per_row(n, 0), 0, 0, None, False, 0, 0)
     jlo = min(int(lo[lo < hi].min()) for lo, hi in ivs)
     jhi = max(int(hi[lo < hi].max()) for lo, hi in ivs)
     if len(ivs) == 1:
         lo, hi = ivs[0]
-        return _Rows(lo, hi, int(lo.max()), int(hi.min()), None, False, jlo, jhi)
-    return _Rows(masks.per_row(n, jlo), masks.per_row(n, jhi), jlo, jlo, ivs, False, jlo, jhi)
+        return Rows(lo, hi, int(lo.max()), int(hi.min()), None, False, jlo, jhi)
+    return Rows(masks.per_row(n, jlo), masks.per_row(n, jhi), jlo, jlo, ivs, False, jlo, jhi)
 
 
 # --------------------------------------------------------------------------
@@ -274,13 +275,13 @@ def _rows(band_all: masks.Intervals | None, r0: int, r1: int, kmax: int) -> _Row
 
 @final
 @dataclass(slots=True)
-class _Head:
+class Head:
     """Keys and values of one (lead index, key head) below ``kmax``, as the
     tiles read them: views where they already are in the work dtypes and dense,
     else converted or gathered (all at once where it fits ``HEAD_CACHE_BYTES``,
     else per tile). Hidden pages are never read and read as zeros."""
 
-    plan: _Plan
+    plan: Plan
     b: tuple[int, ...]
     g: int
     kmax: int

@@ -14,10 +14,10 @@ two calls:
    ``attention._key_products`` takes for the row tile alone, on the same
    values: ``scores_at`` for at most ``LANE_ROWS`` rows, else
    ``product_at`` over the rows' transpose), the rows' maxima and the
-   exponentials of the shifted outputs (``_maxima``, ``_shifted``);
-2. one compiled call: per row tile, ``Σ e`` (``_sums``), ``eᵀ·V`` by
+   exponentials of the shifted outputs (``tile_maxima``, ``tile_exponentials``);
+2. one compiled call: per row tile, ``Σ e`` (``tile_sums``), ``eᵀ·V`` by
    ``lanedots`` (``weighted_at`` or ``product_at``, as
-   ``attention._weighted_values``), ``o`` and ``lse`` (``_finish``),
+   ``attention._weighted_values``), ``o`` and ``lse`` (``finish_rows``),
    written into the destinations.
 
 Every row tile thus runs the operations ``attention._attend`` runs for it,
@@ -41,17 +41,18 @@ from numba import njit, types
 from numba.extending import overload
 
 from . import blas, lanedots
-from .attnplan import KEYS, LANE_ROWS, ROWS, _Plan, _Rows
-from .blas import _TRANS
+from .attnplan import KEYS, LANE_ROWS, ROWS, Plan, Rows
+from .blas import TRANS
 from .simdbase import wide_vectors
 from .simdfloat32 import expf_one
 from .simdfloat64 import exp64_one
 
-__all__ = ["CHUNK", "FIELDS", "Chunked", "chunked", "spread"]
+__all__ = ["CHUNK", "FIELDS", "Chunked", "chunked", "finish_rows", "fold_tile", "spread",
+           "tile_exponentials", "tile_maxima", "tile_sums"]
 
 Arr = npt.NDArray[Any]
 
-#: Tiles of fewer rows than this take ``_shifted``'s Exp in a pass of its own
+#: Tiles of fewer rows than this take ``tile_exponentials``'s Exp in a pass of its own
 #: over the flat tile (an Exp per row in the key loop would run on 4 lanes).
 _FLAT_ROWS: Final = 16
 #: Keys per step of the flat passes over such a tile: r·16 elements, whole
@@ -82,7 +83,7 @@ FIELDS: Final = 14
 
 @njit(inline="always")
 def _flat_span(st: Arr, lo_max: int, hi_min: int, k0: int, keyok: Arr) -> tuple[int, int]:
-    """The tile rows [a, b) that ``_maxima`` and ``_shifted`` take in flat
+    """The tile rows [a, b) that ``tile_maxima`` and ``tile_exponentials`` take in flat
     passes: keys every row sees (``[lo_max, hi_min)``, each key's page
     valid), in a C-contiguous tile of fewer than ``_FLAT_ROWS`` rows, at
     least ``_FLAT_KEYS`` of them; (0, 0) where there are none. Row by row,
@@ -100,11 +101,11 @@ def _flat_span(st: Arr, lo_max: int, hi_min: int, k0: int, keyok: Arr) -> tuple[
 @njit(inline="always")
 def _flat_maxima(st: Arr, s: Any, ninf: Any, a: int, b: int, m: Arr) -> bool:
     """``m[i]`` the maximum of the outputs x of tile rows [a, b) of row i (every
-    pair visible), as ``_maxima``'s loop finds it but over lanes of
+    pair visible), as ``tile_maxima``'s loop finds it but over lanes of
     ``_FLAT_KEYS`` keys: the flat tile in steps of ``r·_FLAT_KEYS``
     elements, one running maximum per element of a step, then the lanes of
     each row. False, m unset, where an output is a NaN or an infinity (``x −
-    x`` is then a NaN): which NaN ``_maxima`` keeps depends on the order, so
+    x`` is then a NaN): which NaN ``tile_maxima`` keeps depends on the order, so
     the row loop decides. Without NaNs the maximum is the same value in any
     order (of +0 and −0 a lane may keep the other, which no Exp, sum or lse
     tells apart)."""
@@ -138,7 +139,7 @@ def _flat_maxima(st: Arr, s: Any, ninf: Any, a: int, b: int, m: Arr) -> bool:
 @njit(inline="always")
 def _row_maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
                 keyok: Arr, j0: int, j1: int, m: Arr) -> None:
-    """``_maxima``'s loop over tile rows [j0, j1), in key order, row by row."""
+    """``tile_maxima``'s loop over tile rows [j0, j1), in key order, row by row."""
     r = st.shape[1]
     for j in range(j0, j1):
         key = k0 + j
@@ -158,8 +159,8 @@ def _row_maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_mi
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
-            keyok: Arr, m: Arr) -> None:  # pragma: no cover - compiled
+def tile_maxima(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
+                keyok: Arr, m: Arr) -> None:  # pragma: no cover - compiled
     """``m[i]``: the maximum of row i's visible outputs x, −∞ for none, a NaN
     where one is a NaN (the last in key order). Reads the tile, writes
     nothing to it. A tile of few rows takes its keys that every row sees in
@@ -202,7 +203,7 @@ def _exp_of(x: Any) -> Any:
 @njit(inline="always")
 def _shift_rows(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
                 keyok: Arr, shift: Arr, exp: bool) -> None:  # pragma: no cover - compiled
-    """``st[j, i] = x − shift[i]`` (x as ``_maxima`` reads it, one rounding
+    """``st[j, i] = x − shift[i]`` (x as ``tile_maxima`` reads it, one rounding
     each; −∞ − shift[i] at hidden pairs), and its Exp (``_exp``) where
     ``exp``, a constant at each call, so that each caller's loops are
     compiled for one of the two."""
@@ -225,9 +226,9 @@ def _shift_rows(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_mi
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _shifted(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int, k0: int,
-             keyok: Arr, shift: Arr) -> None:  # pragma: no cover - compiled
-    """``st[j, i] = exp(x − shift[i])``: x as ``_maxima`` reads it, x −
+def tile_exponentials(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: int,
+                      k0: int, keyok: Arr, shift: Arr) -> None:  # pragma: no cover - compiled
+    """``st[j, i] = exp(x − shift[i])``: x as ``tile_maxima`` reads it, x −
     shift[i] rounded once, then the library's own Exp of the accumulator's
     dtype (``_exp``); 0 at hidden pairs (e^(−∞ − shift[i]), a NaN where the
     shift is a NaN). A C-contiguous tile of fewer rows than ``_FLAT_ROWS``
@@ -262,7 +263,7 @@ def _shifted(st: Arr, s: Any, ninf: Any, lo: Arr, hi: Arr, lo_max: int, hi_min: 
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _sums(e: Arr, zero: Any, total: Arr) -> None:  # pragma: no cover - compiled
+def tile_sums(e: Arr, zero: Any, total: Arr) -> None:  # pragma: no cover - compiled
     """``total[i] = Σ_j e[j, i]``: from +0, adding the keys in their order."""
     n, r = e.shape
     for i in range(r):
@@ -273,8 +274,8 @@ def _sums(e: Arr, zero: Any, total: Arr) -> None:  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _rescale(big_m: Arr, big_l: Arr, big_o: Arr, m: Arr, total: Arr, part: Arr
-             ) -> None:  # pragma: no cover - compiled
+def fold_tile(big_m: Arr, big_l: Arr, big_o: Arr, m: Arr, total: Arr, part: Arr
+              ) -> None:  # pragma: no cover - compiled
     """Fold one key tile into a row's running state (float64): maximum
     ``big_m``, sum ``big_l`` and weighted values ``big_o``, given the tile's
     maximum-shifted sums ``total`` and products ``part`` (taken against the new
@@ -297,7 +298,7 @@ def _rescale(big_m: Arr, big_l: Arr, big_o: Arr, m: Arr, total: Arr, part: Arr
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _finish(m: Arr, total: Arr, acc_o: Arr, o: Arr, lse: Arr) -> None:  # pragma: no cover
+def finish_rows(m: Arr, total: Arr, acc_o: Arr, o: Arr, lse: Arr) -> None:  # pragma: no cover
     """Row i's ``lse = m + ln total`` (in float64, rounded once into lse's
     dtype) and ``o = acc_o / total + 0`` (one division, rounded once into o's
     dtype; + 0 makes −0 +0, as a sum from +0 gives, and changes nothing
@@ -342,7 +343,7 @@ def _scores(q4: Arr, k4: Arr, group: int, units: Arr, lo: Arr, hi: Arr, flat: Ar
         tq, ldq, off, so = units[u, 10], units[u, 11], units[u, 12], units[u, 13]
         rr, n = heads * r, jhi - jlo
         st = flat[off:off + n * rr].reshape((n, rr))
-        if not aligned or (rr <= lane_rows and (tq != _TRANS or (dk > 1 and ks[3] != size))):
+        if not aligned or (rr <= lane_rows and (tq != TRANS or (dk > 1 and ks[3] != size))):
             redo[u] = 1  # K or Q not in rows of unit stride
             continue
         ko = (b * ks[0] + (h // group) * ks[1] + jlo * ks[2]) // size
@@ -357,8 +358,9 @@ def _scores(q4: Arr, k4: Arr, group: int, units: Arr, lo: Arr, hi: Arr, flat: Ar
             lanedots.product_at(1, n, rr, dk, k4.ctypes.data + ko * size, 0, ks[2] // size,
                                 ks[3] // size, qt.ctypes.data, 0, rr, st.ctypes.data, 0, rr, ninf)
         m = m_all[so:so + rr]
-        _maxima(st, s, ninf, lo[ro:ro + rr], hi[ro:ro + rr], lo_max, hi_min, jlo, keyok[:n], m)
-        _shifted(st, s, ninf, lo[ro:ro + rr], hi[ro:ro + rr], lo_max, hi_min, jlo, keyok[:n], m)
+        tile_maxima(st, s, ninf, lo[ro:ro + rr], hi[ro:ro + rr], lo_max, hi_min, jlo, keyok[:n], m)
+        tile_exponentials(st, s, ninf, lo[ro:ro + rr], hi[ro:ro + rr], lo_max, hi_min, jlo,
+                          keyok[:n], m)
 
 
 @njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
@@ -386,7 +388,7 @@ def _values(v4: Arr, o4: Arr, lse3: Arr, group: int, units: Arr, flat: Arr, m_al
         rr, n = heads * r, jhi - jlo
         st = flat[off:off + n * rr].reshape((n, rr))
         total = t_all[so:so + rr]
-        _sums(st, zero, total)
+        tile_sums(st, zero, total)
         if heads == 1:
             o = o4[b, h, r0:r0 + r]
             ldc = o4.strides[2] // size
@@ -408,10 +410,10 @@ def _values(v4: Arr, o4: Arr, lse3: Arr, group: int, units: Arr, flat: Arr, m_al
             continue
         m = m_all[so:so + rr]
         if heads == 1:
-            _finish(m, total, o, o, lse3[b, h, r0:r0 + r])
+            finish_rows(m, total, o, o, lse3[b, h, r0:r0 + r])
             continue
         lse = lbuf[:rr]
-        _finish(m, total, o, o, lse)
+        finish_rows(m, total, o, o, lse)
         for i in range(rr):
             hh, row = h + i // r, r0 + i % r
             lse3[b, hh, row] = lse[i]
@@ -426,7 +428,7 @@ def _values(v4: Arr, o4: Arr, lse3: Arr, group: int, units: Arr, flat: Arr, m_al
 
 #: A row tile as ``attention._units`` lists it: (lead index, first head,
 #: heads, r0, r1, visibility, cost).
-Unit = tuple[tuple[int, ...], int, int, int, int, _Rows, int]
+Unit = tuple[tuple[int, ...], int, int, int, int, Rows, int]
 
 
 def _view(x: Arr, shape: tuple[int, ...]) -> Arr | None:
@@ -442,7 +444,7 @@ class Chunked:
     arrays it reads: 4-D views ``[lead, heads, rows, d]`` of q, k, v and o, and
     a 3-D view of lse."""
 
-    def __init__(self, plan: _Plan, q4: Arr, k4: Arr, v4: Arr, o4: Arr, lse3: Arr) -> None:
+    def __init__(self, plan: Plan, q4: Arr, k4: Arr, v4: Arr, o4: Arr, lse3: Arr) -> None:
         self.plan = plan
         self.q4, self.k4, self.v4, self.o4, self.lse3 = q4, k4, v4, o4, lse3
         self._qt: dict[tuple[int, int, int], tuple[int, int]] = {}
@@ -457,7 +459,7 @@ class Chunked:
     def _q_operand(self, heads: int, r0: int, r1: int) -> tuple[int, int]:
         """How the row tiles of these heads and rows read q's rows in place
         (``attention._unit``'s view ``qt``), in BLAS's terms for ``qt.T``:
-        ``_TRANS`` and the leading dimension where each row has unit stride and
+        ``TRANS`` and the leading dimension where each row has unit stride and
         the rows lie ``ld`` apart (what the lane kernels read), flag 0 where
         the view is a copy (the row tile then takes the per-tile path)."""
         key = (heads, r0, r1)
@@ -468,13 +470,13 @@ class Chunked:
             flag, ld = 0, 0
             if np.may_share_memory(qt, plan.q):
                 t = qt.T
-                x, flag, ld = blas._operand(t)
+                x, flag, ld = blas.blas_operand(t)
                 if x is not t:
                     flag, ld = 0, 0
             self._qt[key] = (flag, ld)
         return self._qt[key]
 
-    def _rows_at(self, rows: _Rows) -> int:
+    def _rows_at(self, rows: Rows) -> int:
         """The offset of a visibility's per-row intervals in ``lo``/``hi``."""
         at = self._rows.get(id(rows))
         if at is None:
@@ -484,7 +486,7 @@ class Chunked:
             self._at += rows.lo.shape[0]
         return at
 
-    def fields(self, flat: int, heads: int, r0: int, r1: int, rows: _Rows) -> list[int] | None:
+    def fields(self, flat: int, heads: int, r0: int, r1: int, rows: Rows) -> list[int] | None:
         """The fields (``FIELDS``; first head 0, offsets into the chunk 0) of
         the row tiles of lead index ``flat`` (C order), ``heads`` heads, rows
         ``[r0, r1)`` and visibility ``rows``, or None where the per-tile path
@@ -500,8 +502,8 @@ class Chunked:
         return [flat, 0, heads, r0, r1 - r0, rows.jlo, rows.jhi, rows.lo_max, rows.hi_min,
                 self._rows_at(rows), flag, ld, 0, 0]
 
-    def table(self, vis: Sequence[tuple[tuple[int, ...], list[_Rows]]], heads: int,
-              units: Callable[[tuple[int, ...], list[_Rows]], list[Unit]]
+    def table(self, vis: Sequence[tuple[tuple[int, ...], list[Rows]]], heads: int,
+              units: Callable[[tuple[int, ...], list[Rows]], list[Unit]]
               ) -> tuple[Arr, list[Unit]]:
         """The fields of every row tile this path takes, one row each, and the
         others as ``units(b, tiles)`` lists them (``attention``'s units), from
@@ -530,7 +532,7 @@ class Chunked:
             self.lo, self.hi = np.concatenate(self._lo), np.concatenate(self._hi)
         return table, others
 
-    def units_of(self, table: Arr, vis: Sequence[tuple[tuple[int, ...], list[_Rows]]]
+    def units_of(self, table: Arr, vis: Sequence[tuple[tuple[int, ...], list[Rows]]]
                  ) -> list[Unit]:
         """The row tiles of these rows of the table as ``attention``'s units."""
         step = self.plan.tiling.rows
@@ -599,7 +601,7 @@ def _ones() -> Arr:
     return ones
 
 
-def chunked(plan: _Plan) -> Chunked | None:
+def chunked(plan: Plan) -> Chunked | None:
     """The compiled path for this call (module doc), or None where every row
     tile takes the per-tile path: a program with a transform or a mask that is
     no band, paged keys, an operand or a destination not in the accumulator's

@@ -51,15 +51,15 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["INT_MAX", "ROUTINE_THREADS", "SETTINGS", "corename", "gemm", "gemm_one", "gemm_strided",
-           "library"]
+__all__ = ["INT_MAX", "ROUTINE_THREADS", "SETTINGS", "TRANS", "blas_operand", "corename", "gemm", "gemm_one",
+           "gemm_strided", "library"]
 
 NDArray = npt.NDArray[Any]
 
 #: CBLAS's enumerations.
 _ROW_MAJOR: Final = 101
-_NO_TRANS: Final = 111
-_TRANS: Final = 112
+NO_TRANS: Final = 111
+TRANS: Final = 112
 #: The largest extent a 32-bit BLAS integer holds.
 INT_MAX: Final = 2**31 - 1
 #: The threads of the routines' instance: a constant, so it fixes their bits.
@@ -154,17 +154,17 @@ def corename() -> str:
     return str(library().scipy_openblas_get_corename().decode())
 
 
-def _operand(x: NDArray) -> tuple[NDArray, int, int]:
+def blas_operand(x: NDArray) -> tuple[NDArray, int, int]:
     """``x`` (2-D) as BLAS reads it row-major: the array (a C-contiguous copy
     where neither axis has unit stride), its transposition flag and its
     leading dimension."""
     rows, cols = x.shape
     size = x.itemsize
     if x.strides[1] == size and x.strides[0] >= max(cols, 1) * size and x.strides[0] % size == 0:
-        return x, _NO_TRANS, x.strides[0] // size
+        return x, NO_TRANS, x.strides[0] // size
     if x.strides[0] == size and x.strides[1] >= max(rows, 1) * size and x.strides[1] % size == 0:
-        return x, _TRANS, x.strides[1] // size
-    return np.ascontiguousarray(x), _NO_TRANS, max(cols, 1)
+        return x, TRANS, x.strides[1] // size
+    return np.ascontiguousarray(x), NO_TRANS, max(cols, 1)
 
 
 def gemm(a: NDArray, b: NDArray, out: NDArray) -> None:
@@ -194,8 +194,8 @@ def gemm(a: NDArray, b: NDArray, out: NDArray) -> None:
     if k == 0:
         out[...] = 0
         return
-    a, trans_a, lda = _operand(a)
-    b, trans_b, ldb = _operand(b)
+    a, trans_a, lda = blas_operand(a)
+    b, trans_b, ldb = blas_operand(b)
     lib = library()
     fn = lib.scipy_cblas_sgemm if out.dtype == np.float32 else lib.scipy_cblas_dgemm
     fn(_ROW_MAJOR, trans_a, trans_b, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0,
@@ -226,7 +226,7 @@ def gemm_strided(dtype: npt.DTypeLike) -> Callable[[int, int, int, int, int, int
 
     def product(m: int, n: int, k: int, a: int, lda: int, stride_a: int, b: int, ldb: int,
                 stride_b: int, out: int, ldc: int, stride_c: int, count: int) -> None:
-        fn(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a, lda, stride_a, b, ldb, stride_b, 0.0,
+        fn(_ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0, a, lda, stride_a, b, ldb, stride_b, 0.0,
            out, ldc, stride_c, count)
 
     return product
@@ -241,7 +241,7 @@ def gemm_one(dtype: npt.DTypeLike, m: int, n: int, k: int) -> Callable[[int, int
     wide = np.dtype(dtype) != np.float32
     fn = _batch_strided(dtype)
     c, scalar = ctypes.c_int, ctypes.c_double if wide else ctypes.c_float
-    order, no, cm, cn, ck, zero, one = c(_ROW_MAJOR), c(_NO_TRANS), c(m), c(n), c(k), c(0), c(1)
+    order, no, cm, cn, ck, zero, one = c(_ROW_MAJOR), c(NO_TRANS), c(m), c(n), c(k), c(0), c(1)
     alpha, beta = scalar(1.0), scalar(0.0)
 
     def product(a: int, b: int, out: int) -> None:

@@ -537,7 +537,7 @@ def _attention_o_not_rescaled(mp: pytest.MonkeyPatch) -> None:
         big_o[...] = np.where((m == -np.inf)[:, None], 0.0, big_o + part)
         big_m[...] = m
 
-    mp.setattr(A, "_rescale", rescale)
+    mp.setattr(A, "fold_tile", rescale)
 
 
 # --------------------------------------------------------------------------

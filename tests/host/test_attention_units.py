@@ -178,7 +178,7 @@ def strided(tile: NDArray) -> NDArray:
 @pytest.mark.parametrize("special", ["plain", "nan", "inf", "zeros", "hidden page"])
 def test_tiles_of_few_rows_take_flat_passes_with_the_row_loops_values(
         r: int, dt: Any, special: str) -> None:
-    """``_maxima`` and ``_shifted`` over a tile of fewer than 16 rows take the
+    """``tile_maxima`` and ``tile_exponentials`` over a tile of fewer than 16 rows take the
     keys every row sees in flat passes: the same maxima as the row loops (a
     NaN the same NaN, the last in key order; of +0 and −0 either) and the
     same bits of every shifted Exp, keys outside the band and hidden pages
@@ -203,11 +203,11 @@ def test_tiles_of_few_rows_take_flat_passes_with_the_row_loops_values(
     if special != "hidden page":
         assert attnunits._flat_span(tile, lo_max, hi_min, k0, keyok) == (lo_max - k0, hi_min - k0)
     got, want = np.empty(r, dt), np.empty(r, dt)
-    attnunits._maxima(tile, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, got)
-    attnunits._maxima(strided(tile), s, ninf, lo, hi, lo_max, hi_min, k0, keyok, want)
+    attnunits.tile_maxima(tile, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, got)
+    attnunits.tile_maxima(strided(tile), s, ninf, lo, hi, lo_max, hi_min, k0, keyok, want)
     assert ((got.view(f"u{got.itemsize}") == want.view(f"u{got.itemsize}"))
             | ((got == 0) & (want == 0))).all()
     flat, rows = tile.copy(), strided(tile)
-    attnunits._shifted(flat, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, want)
-    attnunits._shifted(rows, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, want)
+    attnunits.tile_exponentials(flat, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, want)
+    attnunits.tile_exponentials(rows, s, ninf, lo, hi, lo_max, hi_min, k0, keyok, want)
     assert flat.tobytes() == np.ascontiguousarray(rows).tobytes()
