@@ -17,7 +17,7 @@ from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype
 
 from . import views
-from .rowterms import _round, _wrap
+from .rowterms import round_float, wrap_int
 
 __all__ = ["fold"]
 
@@ -87,7 +87,7 @@ def _fold_values(spec: S.Fold, dt: Dtype, xv: Arr) -> Arr:
             with np.errstate(all="ignore"):
                 acc[tuple(dst_index)] += part.astype(acc_dt, copy=False)
     if dt.is_float:
-        return _round(dt, acc)
+        return round_float(dt, acc)
     if dt.is_int:
-        return _wrap(dt, acc)
+        return wrap_int(dt, acc)
     return acc

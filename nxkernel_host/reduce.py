@@ -26,16 +26,16 @@ from . import lanes as L
 from . import pool, smallrows, views
 from .family import Hook
 from .rowterms import (
-    _copied_input,
-    _float_terms,
-    _loop,
-    _Outputs,
-    _round,
-    _round_complex,
-    _Terms,
-    _wrap,
+    Outputs,
+    Terms,
     canonical_nans,
+    copied_input,
+    float_terms,
+    loop_shape,
     nans_made_canonical,
+    round_complex,
+    round_float,
+    wrap_int,
 )
 
 __all__ = ["CHUNK", "lane_sum", "prepare_reduce", "reduce"]
@@ -113,7 +113,7 @@ def _prod_kernel(x: Arr, out: Arr, r0: int, r1: int) -> None:
     L.prod_blocks(x, out)
 
 
-def _few_terms(terms: _Terms, carrier: npt.DTypeLike, mul: bool) -> Arr:
+def _few_terms(terms: Terms, carrier: npt.DTypeLike, mul: bool) -> Arr:
     """Lane order for at most 16 terms, column by column over the results: each
     present lane holds one term, absent lanes drop out of the lane
     combination (x + 0 is x, and x·1 is x, for every lane a sum from +0 or a
@@ -234,7 +234,7 @@ def _keys(rows: Arr, term: Dtype, is_max: bool) -> Arr:
         return rows.astype(D.carrier(term).numpy_dtype, copy=False)
     if term.is_complex:
         return _complex_keys(rows, is_max)
-    c = _float_terms(rows, term)
+    c = float_terms(rows, term)
     return np.where(np.isnan(c), _I64_MAX if is_max else _I64_MIN, _order_key(c))
 
 
@@ -261,7 +261,7 @@ def _positions(rows: Arr, term: Dtype, is_max: bool) -> Arr:
     if r == 0 or n == 0:
         return np.zeros(r, np.int64)
     if term.is_float:
-        c = _float_terms(rows, term)
+        c = float_terms(rows, term)
         if r == 1 and pool.parts_for(2, n) > 1:
             return _split_positions(c, is_max)
         return _float_positions(c, is_max)
@@ -300,7 +300,7 @@ def _logsumexp(rows: Arr, term: Dtype) -> Arr:
     r, n = rows.shape
     if n == 0:
         return np.full(r, -np.inf)
-    c = _float_terms(rows, term)
+    c = float_terms(rows, term)
     m = np.max(c, axis=1)
     finite = np.isfinite(m)
     safe = np.where(finite, m, 0).astype(c.dtype)
@@ -330,7 +330,7 @@ def _moments(rows: Arr, term: Dtype) -> tuple[Arr, Arr]:
     r, n = rows.shape
     if n == 0:
         return np.full(r, np.nan), np.full(r, np.nan)
-    c = _float_terms(rows, term)
+    c = float_terms(rows, term)
     with np.errstate(all="ignore"):
         mean = lane_sum(c, c.dtype, np.float64) / n
         blocks = _lane_blocks(c, c.dtype, np.float64, _sqdev_kernel(mean))
@@ -340,7 +340,7 @@ def _moments(rows: Arr, term: Dtype) -> tuple[Arr, Arr]:
     return mean, var
 
 
-def _reduce_rows(red: S.Reduction, term: Dtype, dt: Dtype, terms: _Terms) -> list[Arr]:
+def _reduce_rows(red: S.Reduction, term: Dtype, dt: Dtype, terms: Terms) -> list[Arr]:
     """The results of ``red`` over each result's terms of ``term``, in the host
     elements of the destinations (``dt``, and int64 for Arg's positions); a
     float or complex Sum's, Prod's, Logsumexp's or Moments' NaN (each NaN
@@ -354,7 +354,7 @@ def _reduce_rows(red: S.Reduction, term: Dtype, dt: Dtype, terms: _Terms) -> lis
     return results
 
 
-def _results(red: S.Reduction, term: Dtype, dt: Dtype, terms: _Terms) -> list[Arr]:
+def _results(red: S.Reduction, term: Dtype, dt: Dtype, terms: Terms) -> list[Arr]:
     """``_reduce_rows``' results as the reductions compute them."""
     carrier = D.carrier(term).numpy_dtype
     if red is S.Monoid.SUM or red is S.Monoid.PROD:
@@ -362,28 +362,28 @@ def _results(red: S.Reduction, term: Dtype, dt: Dtype, terms: _Terms) -> list[Ar
         if term.is_float and 1 <= terms.count <= 16 and terms.results >= 16:
             # A few terms per result, as in a window: columns of the terms
             # where they lie save the copy into rows.
-            return [_round(dt, _few_terms(terms, carrier, not add))]
+            return [round_float(dt, _few_terms(terms, carrier, not add))]
         rows = terms.rows
         if term.is_float:
-            c = _float_terms(rows, term)
+            c = float_terms(rows, term)
             v = lane_sum(c, c.dtype) if add else _lane_prod(c, c.dtype)
-            return [_round(dt, v)]
+            return [round_float(dt, v)]
         if term.is_complex:
             part = np.float32 if term is D.complex64 else np.float64
             if add:
-                return [_round_complex(dt, lane_sum(rows.real, part), lane_sum(rows.imag, part))]
+                return [round_complex(dt, lane_sum(rows.real, part), lane_sum(rows.imag, part))]
             v = _lane_cprod(rows, term)
-            return [_round_complex(dt, v.real.copy(), v.imag.copy())]
+            return [round_complex(dt, v.real.copy(), v.imag.copy())]
         wide = rows.astype(carrier, copy=False)
         # Integers wrap in their carrier: every order gives the same bits.
         v = wide.sum(axis=1, dtype=carrier) if add else wide.prod(axis=1, dtype=carrier)
-        return [_wrap(dt, v)]
+        return [wrap_int(dt, v)]
     rows = terms.rows
     if isinstance(red, S.Logsumexp):
-        return [_round(dt, _logsumexp(rows, term))]
+        return [round_float(dt, _logsumexp(rows, term))]
     if isinstance(red, S.Moments):
         mean, var = _moments(rows, term)
-        return [_round(dt, mean), _round(dt, var)]
+        return [round_float(dt, mean), round_float(dt, var)]
     is_max = red is S.Monoid.MAX or (isinstance(red, S.Arg) and red.extreme is S.Extreme.MAX)
     pos = _positions(rows, term, is_max)
     value: Arr
@@ -395,7 +395,7 @@ def _results(red: S.Reduction, term: Dtype, dt: Dtype, terms: _Terms) -> list[Ar
         if term is D.float8_e5m2:
             # The extreme (in the carrier) rounds once into the destination,
             # as a scan's does: no store makes an infinity of e5m2.
-            value = np.where(np.isinf(value), _round(dt, _float_terms(value, term)), value)
+            value = np.where(np.isinf(value), round_float(dt, float_terms(value, term)), value)
     return [value, pos.astype(np.int64)] if isinstance(red, S.Arg) else [value]
 
 
@@ -408,12 +408,12 @@ def reduce(spec: S.Reduce, dsts: Sequence[Array], operands: Sequence[Array]) -> 
     """``S.reduce`` of a call that fits, the door passed: each reduction of
     ``spec.reductions`` over ``spec.axes`` of its program output, into the
     destinations in order."""
-    loop = _loop(spec.loads, operands)
+    loop = loop_shape(spec.loads, operands)
     assert loop is not None  # the call fits
-    outs = _Outputs(spec.prog, spec.loads, operands, loop)
+    outs = Outputs(spec.prog, spec.loads, operands, loop)
     results: list[Arr] = []
     for red, k, dt in spec.reductions:
-        terms = _Terms(outs.get(k), spec.axes)
+        terms = Terms(outs.get(k), spec.axes)
         results += _reduce_rows(red, spec.prog.out_dtypes[k], dt, terms)
     for dst, v in zip(dsts, results, strict=True):
         views.store(dst, v.reshape(dst.shape))
@@ -426,11 +426,11 @@ def prepare_reduce(spec: S.Reduce, dsts: tuple[tuple[Dtype, Layout], ...],
     (x_dt, x_layout), *rest = operands
     if (rest or not isinstance(spec.loads[0], S.Plain) or x_dt.is_sub_byte
             or not x_layout.is_contiguous() or x_layout.numel == 0
-            or any(_copied_input(spec.prog, k) != 0 for _, k, _ in spec.reductions)):
+            or any(copied_input(spec.prog, k) != 0 for _, k, _ in spec.reductions)):
         return reduce
     # One contiguous Plain operand whose every reduced output is the operand
-    # itself (nx.sum, nx.max, ...): its view read straight, as _Outputs.get
-    # would give it, without _Outputs' and the loop's steps.
+    # itself (nx.sum, nx.max, ...): its view read straight, as Outputs.get
+    # would give it, without Outputs' and the loop's steps.
     lane = _prepared_sum(spec, x_dt, x_layout) or _prepared_extreme(spec, x_dt, x_layout)
     if lane is not None:
         return lane
@@ -442,7 +442,7 @@ def prepare_reduce(spec: S.Reduce, dsts: tuple[tuple[Dtype, Layout], ...],
         y = read(ops[0])
         results: list[Arr] = []
         for red, term, dt in terms:
-            results += _reduce_rows(red, term, dt, _Terms(y, axes))
+            results += _reduce_rows(red, term, dt, Terms(y, axes))
         for dst, v in zip(ds, results, strict=True):
             views.store(dst, v.reshape(dst.shape))
 

@@ -28,7 +28,8 @@ from nxkernel_core.prog import Convert, In, Op1, Prog
 from . import program
 from .loads import load
 
-__all__ = ["canonical_nans", "nans_made_canonical"]
+__all__ = ["Outputs", "Terms", "canonical_nans", "copied_input", "float_terms", "loop_shape",
+           "nans_made_canonical", "round_complex", "round_float", "wrap_int"]
 
 Arr = npt.NDArray[Any]
 
@@ -38,7 +39,7 @@ Arr = npt.NDArray[Any]
 # ---------------------------------------------------------------------------
 
 
-def _copied_input(prog: Prog, output: int) -> int | None:
+def copied_input(prog: Prog, output: int) -> int | None:
     """The operand that output ``output`` is, unchanged (``In(i)`` or a Copy of
     it), or None."""
     node = prog.nodes[prog.outs[output]]
@@ -47,7 +48,7 @@ def _copied_input(prog: Prog, output: int) -> int | None:
     return node.index if isinstance(node, In) else None
 
 
-def _loop(loads: Sequence[S.Load], operands: Sequence[Array]) -> tuple[int, ...] | None:
+def loop_shape(loads: Sequence[S.Load], operands: Sequence[Array]) -> tuple[int, ...] | None:
     """The loop's shape, read from the first load; None where it does not fit."""
     first, op = loads[0], operands[0]
     if isinstance(first, S.Padded):
@@ -56,7 +57,7 @@ def _loop(loads: Sequence[S.Load], operands: Sequence[Array]) -> tuple[int, ...]
     return op.shape
 
 
-class _Outputs:
+class Outputs:
     """A program's outputs over the loop, each computed once when first asked:
     an operand's copy is its load (a view for a Plain load), any other output
     the program evaluated over the whole loop."""
@@ -71,7 +72,7 @@ class _Outputs:
 
     def get(self, output: int) -> Arr:
         """Output ``output`` at every index of the loop."""
-        i = _copied_input(self._prog, output)
+        i = copied_input(self._prog, output)
         if i is not None:
             a = self._operands[i]
             if isinstance(self._loads[i], S.Plain) and not a.dtype.is_sub_byte:
@@ -91,7 +92,7 @@ class _Outputs:
         return self._evaluated[output]
 
 
-class _Terms:
+class Terms:
     """One output's terms: ``view``, the output with the reduced axes last (no
     copy), and ``rows``, one row per result index with its terms in C order of
     the reduced axes (a view where strides allow, made when first asked)."""
@@ -127,7 +128,7 @@ class _Terms:
 # ---------------------------------------------------------------------------
 
 
-def _round(dt: Dtype, v: Arr) -> Arr:
+def round_float(dt: Dtype, v: Arr) -> Arr:
     """Float values ``v`` (float32 or float64) rounded once into float ``dt``."""
     if v.dtype == dt.numpy_dtype:
         return v
@@ -140,12 +141,12 @@ def _round(dt: Dtype, v: Arr) -> Arr:
         return D.of_float(dt, v.astype(np.float64))
 
 
-def _round_complex(dt: Dtype, re: Arr, im: Arr) -> Arr:
+def round_complex(dt: Dtype, re: Arr, im: Arr) -> Arr:
     """A complex result of ``dt`` from its parts, each rounded once."""
     part = D.float32 if dt is D.complex64 else D.float64
     out = np.empty(re.shape, dt.numpy_dtype)
-    out.real = _round(part, re)
-    out.imag = _round(part, im)
+    out.real = round_float(part, re)
+    out.imag = round_float(part, im)
     return out
 
 
@@ -178,7 +179,7 @@ def canonical_nans(v: Arr) -> None:
         parts[nan] = np.nan
 
 
-def _wrap(dt: Dtype, v: Arr) -> Arr:
+def wrap_int(dt: Dtype, v: Arr) -> Arr:
     """Integers ``v`` of ``dt``'s carrier wrapped into ``dt``: int4 and uint4
     keep their low four bits, other dtypes are their carrier."""
     if dt is D.int4:
@@ -188,6 +189,6 @@ def _wrap(dt: Dtype, v: Arr) -> Arr:
     return v.astype(dt.numpy_dtype, copy=False)
 
 
-def _float_terms(rows: Arr, term: Dtype) -> Arr:
+def float_terms(rows: Arr, term: Dtype) -> Arr:
     """Float terms in their carrier: float32 for the narrow floats (exact)."""
     return rows if term in (D.float32, D.float64) else rows.astype(np.float32)

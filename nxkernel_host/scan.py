@@ -25,15 +25,15 @@ from .family import Hook
 from .moments import moments_scan
 from .reduce import _keys
 from .rowterms import (
-    _copied_input,
-    _float_terms,
-    _loop,
-    _Outputs,
-    _round,
-    _round_complex,
-    _wrap,
+    Outputs,
     canonical_nans,
+    copied_input,
+    float_terms,
+    loop_shape,
     nans_made_canonical,
+    round_complex,
+    round_float,
+    wrap_int,
 )
 
 __all__ = ["SMALL_SCAN", "prepare_scan", "scan"]
@@ -121,7 +121,7 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
                 return [out]
             res = np.empty_like(states)
             N.real_scan(mul, states, res)
-            return [_round(dt, res[:, drop])]
+            return [round_float(dt, res[:, drop])]
         if term.is_complex:
             part = np.float32 if term is D.complex64 else np.float64
             re = _with_carry(None if carry is None else carry.real, rows.real, part)
@@ -135,31 +135,31 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
                 ore, oim = np.empty_like(re), np.empty_like(im)
                 N.real_scan(False, re, ore)
                 N.real_scan(False, im, oim)
-            return [_round_complex(dt, ore[:, drop], oim[:, drop])]
+            return [round_complex(dt, ore[:, drop], oim[:, drop])]
         wide = _with_carry(carry, rows, ccar.numpy_dtype)
         # Integers wrap in their carrier: every order gives the same bits.
         acc = np.cumsum(wide, axis=1, dtype=wide.dtype) if not mul else \
             np.cumprod(wide, axis=1, dtype=wide.dtype)
-        return [_wrap(dt, acc[:, drop])]
+        return [wrap_int(dt, acc[:, drop])]
     if isinstance(red, S.Logsumexp):
-        states = _with_carry(carry, _float_terms(rows, term), np.float64)
+        states = _with_carry(carry, float_terms(rows, term), np.float64)
         if out is not None and carry is None and (dt is D.float32 or dt is D.float64):
             # The network writes the destination, each float64 result rounded
-            # once as it is stored (an IEEE conversion, as ``_round`` makes).
+            # once as it is stored (an IEEE conversion, as ``round_float`` makes).
             N.chunk_scan(N.LSE, states, out)
             return [out]
         res = np.empty_like(states)
         N.chunk_scan(N.LSE, states, res)
-        return [_round(dt, res[:, drop])]
+        return [round_float(dt, res[:, drop])]
     if isinstance(red, S.Moments):
         # The mean and variance straight into float32 or float64 (one IEEE
-        # rounding each), else in float64 and rounded by ``_round``.
+        # rounding each), else in float64 and rounded by ``round_float``.
         into = dt if dt is D.float32 or dt is D.float64 else D.float64
         mean = np.empty((r, m), into.numpy_dtype)
         var = np.empty((r, m), into.numpy_dtype)
-        moments_scan(np.ascontiguousarray(_float_terms(rows, term)),
+        moments_scan(np.ascontiguousarray(float_terms(rows, term)),
                      None if carry is None else carry.astype(np.float64), mean, var)
-        return [_round(dt, mean), _round(dt, var)]
+        return [round_float(dt, mean), round_float(dt, var)]
     is_max = red is S.Monoid.MAX or (isinstance(red, S.Arg) and red.extreme is S.Extreme.MAX)
     if carry is None:
         pos = _running_positions(_keys(rows, term, is_max), is_max)
@@ -172,10 +172,10 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
             if term is D.float8_e5m2:
                 # The extreme rounds once into the destination, as after a
                 # carry: no store makes an infinity of e5m2, which saturates.
-                value = np.where(np.isinf(value), _round(dt, _float_terms(value, term)), value)
+                value = np.where(np.isinf(value), round_float(dt, float_terms(value, term)), value)
         return [value, pos.astype(np.int64)] if isinstance(red, S.Arg) else [value]
     # A Max or Min scan after a carry: the carry (in the carrier) is state 0.
-    src = _with_carry(carry, _float_terms(rows, term) if term.is_float else rows,
+    src = _with_carry(carry, float_terms(rows, term) if term.is_float else rows,
                       ccar.numpy_dtype)
     pos = _running_positions(_keys(src, ccar, is_max), is_max)
     if term.is_bool:
@@ -185,8 +185,8 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
         return [value[:, 1:]]
     value = np.take_along_axis(src, pos, axis=1)[:, 1:]
     if term.is_float:
-        return [_round(dt, value)]
-    return [_wrap(dt, value)]
+        return [round_float(dt, value)]
+    return [wrap_int(dt, value)]
 
 
 # ---------------------------------------------------------------------------
@@ -220,7 +220,7 @@ def _prepared_rows(spec: S.Scan, operands: tuple[tuple[Dtype, Layout], ...]) -> 
     (dt, layout), = operands
     if (spec.reduction not in (S.Monoid.SUM, S.Monoid.PROD)
             or dt not in (D.float32, D.float64) or spec.dtype is not dt
-            or not isinstance(spec.loads[0], S.Plain) or _copied_input(spec.prog, spec.output) != 0
+            or not isinstance(spec.loads[0], S.Plain) or copied_input(spec.prog, spec.output) != 0
             or not layout.is_contiguous() or not 0 < layout.numel <= SMALL_SCAN
             or spec.axis != len(layout.shape) - 1):
         return None
@@ -252,7 +252,7 @@ def _prepared_exact(spec: S.Scan, dsts: tuple[tuple[Dtype, Layout], ...],
     (dt, layout), = operands
     if (spec.reduction not in (S.Monoid.SUM, S.Monoid.PROD) or not dt.is_int or dt.is_sub_byte
             or spec.dtype is not dt or not isinstance(spec.loads[0], S.Plain)
-            or _copied_input(spec.prog, spec.output) != 0 or layout.numel == 0):
+            or copied_input(spec.prog, spec.output) != 0 or layout.numel == 0):
         return None
     read = views.reader(dt, layout)
     write = views.fresh(dt, dsts[0][1])
@@ -273,10 +273,10 @@ def scan(spec: S.Scan, dsts: Sequence[Array], operands: Sequence[Array]) -> None
     ``spec.output`` along ``spec.axis`` (from its end where ``reverse``), after
     the carry where given."""
     loads_ops = operands[spec.carry:]
-    loop = _loop(spec.loads, loads_ops)
+    loop = loop_shape(spec.loads, loads_ops)
     assert loop is not None  # the call fits
     term = spec.prog.out_dtypes[spec.output]
-    y = _last(_Outputs(spec.prog, spec.loads, loads_ops, loop).get(spec.output), spec.axis)
+    y = _last(Outputs(spec.prog, spec.loads, loads_ops, loop).get(spec.output), spec.axis)
     lead = y.shape[:-1]
     rows = y.reshape(math.prod(lead), loop[spec.axis])
     carry = None

@@ -104,7 +104,7 @@ def _moments_one_pass(mp: pytest.MonkeyPatch) -> None:
         r, n = rows.shape
         if n == 0:
             return np.full(r, np.nan), np.full(r, np.nan)
-        c = RT._float_terms(rows, term).astype(np.float64)
+        c = RT.float_terms(rows, term).astype(np.float64)
         with np.errstate(all="ignore"):
             mean = R.lane_sum(c, np.float64) / n
             square = R.lane_sum(c * c, np.float64) / n
@@ -168,14 +168,14 @@ def _max_ignores_nan(mp: pytest.MonkeyPatch) -> None:
 
 
 def _int4_saturates(mp: pytest.MonkeyPatch) -> None:
-    real = RT._wrap
+    real = RT.wrap_int
 
     def wrap(dt: D.Dtype, v: Arr) -> Arr:
         if dt is D.int4:
             return np.clip(v, -8, 7).astype(dt.numpy_dtype)
         return real(dt, v)
 
-    mp.setattr(R, "_wrap", wrap)
+    mp.setattr(R, "wrap_int", wrap)
 
 
 def _empty_prod_zero(mp: pytest.MonkeyPatch) -> None:
@@ -194,7 +194,7 @@ def _logsumexp_unshifted(mp: pytest.MonkeyPatch) -> None:
         r, n = rows.shape
         if n == 0:
             return np.full(r, -np.inf)
-        c = RT._float_terms(rows, term)
+        c = RT.float_terms(rows, term)
         with np.errstate(all="ignore"):
             out: Arr = np.log(R.lane_sum(np.exp(c), c.dtype, np.float64))
         return out
@@ -207,7 +207,7 @@ def _logsumexp_shift_by_infinity(mp: pytest.MonkeyPatch) -> None:
         r, n = rows.shape
         if n == 0:
             return np.full(r, -np.inf)
-        c = RT._float_terms(rows, term)
+        c = RT.float_terms(rows, term)
         m = np.max(c, axis=1)
         with np.errstate(all="ignore"):
             s = R.lane_sum(np.exp(c - m[:, None]), c.dtype, np.float64)
@@ -305,9 +305,10 @@ def _fold_values_mutant(narrow_in_own: bool, reverse_taps: bool) -> Callable[...
                 with np.errstate(all="ignore"):
                     acc[tuple(dst_index)] += xv[(*src_index, *taps)].astype(acc_dt, copy=False)
         if dt.is_float:
-            return RT._round(dt, acc if acc.dtype in (np.float32, np.float64) else acc.astype(np.float32))
+            wide = acc if acc.dtype in (np.float32, np.float64) else acc.astype(np.float32)
+            return RT.round_float(dt, wide)
         if dt.is_int:
-            return RT._wrap(dt, acc)
+            return RT.wrap_int(dt, acc)
         return acc
 
     return fold_values
