@@ -25,21 +25,22 @@ from nxkernel_core.prog import (
 
 from . import simderf, simdfloat32, simdfloat64, trig
 from .kindbase import (
-    _C128,
-    _F64,
-    _UINT,
+    C128,
+    F64,
+    UINT_BY_SIZE,
     Arr,
     Impl,
-    _bits,
-    _contig,
-    _finish,
-    _numba_binary,
-    _store,
-    _wide,
+    bits_of,
+    c_contiguous,
+    finish_node,
+    float_values,
+    numba_binary,
+    store_float,
     where,
 )
 
-__all__ = ["fma_float"]
+__all__ = ["COMPARE", "binary_complex", "binary_float", "compare_complex", "complex_divide",
+           "computes_natively", "fma_float", "join_parts", "part_dtype", "unary_float"]
 
 
 # --------------------------------------------------------------------------
@@ -78,13 +79,13 @@ _ARITH: Final[dict[Binary, np.ufunc]] = {
     Binary.ADD: np.add, Binary.SUB: np.subtract, Binary.MUL: np.multiply,
     Binary.FDIV: np.divide, Binary.MOD: np.fmod,
 }
-_COMPARE: Final[dict[Compare, np.ufunc]] = {
+COMPARE: Final[dict[Compare, np.ufunc]] = {
     Compare.EQUAL: np.equal, Compare.NOT_EQUAL: np.not_equal, Compare.LESS: np.less,
     Compare.LESS_EQUAL: np.less_equal,
 }
 
 
-def _native(dt: Dtype) -> bool:
+def computes_natively(dt: Dtype) -> bool:
     """Whether float ``dt`` computes in its own type (float32, float64)."""
     return dt is D.float32 or dt is D.float64
 
@@ -107,11 +108,11 @@ def _round_half_away(w: Arr) -> Arr:
 def _sign_mask(dt: Dtype) -> np.unsignedinteger[Any]:
     """The sign bit of float ``dt`` in its storage's unsigned type."""
     item = dt.numpy_dtype.itemsize
-    return _UINT[item](1 << (dt.bits - 1))
+    return UINT_BY_SIZE[item](1 << (dt.bits - 1))
 
 
-def _unary_float(kind: Unary, dt: Dtype) -> Impl:
-    native = _native(dt)
+def unary_float(kind: Unary, dt: Dtype) -> Impl:
+    native = computes_natively(dt)
     if kind in (Unary.NEG, Unary.ABS):
         if native:
             # float32 and float64 write straight into the node's buffer.
@@ -120,32 +121,32 @@ def _unary_float(kind: Unary, dt: Dtype) -> Impl:
         # Narrow floats flip or clear the sign bit in place of arithmetic.
         mask = _sign_mask(dt)
         if kind is Unary.NEG:
-            return lambda out, x: _finish(out, (_bits(x) ^ mask).view(dt.numpy_dtype))
+            return lambda out, x: finish_node(out, (bits_of(x) ^ mask).view(dt.numpy_dtype))
         keep = ~mask
-        return lambda out, x: _finish(out, (_bits(x) & keep).view(dt.numpy_dtype))
+        return lambda out, x: finish_node(out, (bits_of(x) & keep).view(dt.numpy_dtype))
     if kind in _SIMD32 and dt is not D.float64:
         f = _SIMD32[kind]
         if dt is D.float32:
             g = _FLOAT32.get(kind, f)
             return lambda out, x: g(x, out=out)
         # The narrow floats: the float32 path's float64 value, rounded once.
-        return lambda out, x: _store(dt, f(_wide(x), out=np.empty(np.shape(x), _F64)), out)
+        return lambda out, x: store_float(dt, f(float_values(x), out=np.empty(np.shape(x), F64)), out)
     if kind in TRANSCENDENTAL:
         uf = _TRANSCENDENTAL[kind]
         if dt is D.float64:
-            return lambda out, x: uf(_contig(x), out=out)
+            return lambda out, x: uf(c_contiguous(x), out=out)
         if dt is D.float32:
             # One ufunc call widens, computes in float64 and rounds once into out.
-            return lambda out, x: (uf(_contig(x), out=out, dtype=np.float64) if out is not None
-                                   else uf(_contig(x), dtype=np.float64).astype(np.float32))
-        return lambda out, x: _store(dt, uf(np.ascontiguousarray(x, dtype=np.float64)), out)
+            return lambda out, x: (uf(c_contiguous(x), out=out, dtype=np.float64) if out is not None
+                                   else uf(c_contiguous(x), dtype=np.float64).astype(np.float32))
+        return lambda out, x: store_float(dt, uf(np.ascontiguousarray(x, dtype=np.float64)), out)
     if kind in _EXACT_UNARY:
         uf = _EXACT_UNARY[kind]
         if native:
             return lambda out, x: uf(x, out=out)
-        return lambda out, x: _store(dt, uf(_wide(x)), out)
+        return lambda out, x: store_float(dt, uf(float_values(x)), out)
     f = _sign if kind is Unary.SIGN else _round_half_away
-    return lambda out, x: _store(dt, f(_wide(x)), out)
+    return lambda out, x: store_float(dt, f(float_values(x)), out)
 
 
 def _extreme(kind: Binary) -> Callable[[Arr, Arr, Arr | None], Arr]:
@@ -159,19 +160,19 @@ def _extreme(kind: Binary) -> Callable[[Arr, Arr, Arr | None], Arr]:
     def f(x: Arr, y: Arr, out: Arr | None) -> Arr:
         r = np.asarray(uf(x, y, out=out))
         eq = x == y
-        np.copyto(_bits(r), join(_bits(x), _bits(y)), where=eq)
+        np.copyto(bits_of(r), join(bits_of(x), bits_of(y)), where=eq)
         return r
 
     return f
 
 
-def _binary_float(kind: Binary, dt: Dtype) -> Impl:
-    native = _native(dt)
+def binary_float(kind: Binary, dt: Dtype) -> Impl:
+    native = computes_natively(dt)
     if kind in _ARITH:
         uf = _ARITH[kind]
         if native:
             return lambda out, x, y: uf(x, y, out=out)
-        return lambda out, x, y: _store(dt, uf(_wide(x), _wide(y)), out)
+        return lambda out, x, y: store_float(dt, uf(float_values(x), float_values(y)), out)
     if kind in (Binary.MAXIMUM, Binary.MINIMUM):
         ext = _extreme(kind)
         if native:
@@ -180,22 +181,22 @@ def _binary_float(kind: Binary, dt: Dtype) -> Impl:
         def narrow(out: Arr | None, x: Arr, y: Arr) -> Arr:
             # Pick an operand's own bits (an infinity of e5m2 would saturate
             # through the store): x where the extreme is x, or x is a NaN.
-            wx = _wide(x)
-            r = ext(wx, _wide(y), None)
-            return where(out, (_bits(r) == _bits(wx)) | np.isnan(wx), x, y)
+            wx = float_values(x)
+            r = ext(wx, float_values(y), None)
+            return where(out, (bits_of(r) == bits_of(wx)) | np.isnan(wx), x, y)
 
         return narrow
     uf = np.power if kind is Binary.POW else np.arctan2
 
     def f(out: Arr | None, x: Arr, y: Arr) -> Arr:
         if dt is D.float64:
-            r = np.asarray(uf(_contig(x), _contig(y), out=out))
+            r = np.asarray(uf(c_contiguous(x), c_contiguous(y), out=out))
         elif dt is D.float32 and out is not None:
-            r = np.asarray(uf(_contig(x), _contig(y), out=out, dtype=np.float64))
+            r = np.asarray(uf(c_contiguous(x), c_contiguous(y), out=out, dtype=np.float64))
         else:
-            return _store(dt, _annex_f_ones(kind, uf(np.ascontiguousarray(x, dtype=np.float64),
-                                                     np.ascontiguousarray(y, dtype=np.float64)),
-                                             x, y), out)
+            wide = uf(np.ascontiguousarray(x, dtype=np.float64),
+                      np.ascontiguousarray(y, dtype=np.float64))
+            return store_float(dt, _annex_f_ones(kind, wide, x, y), out)
         return _annex_f_ones(kind, r, x, y)
 
     return f
@@ -215,7 +216,7 @@ def _annex_f_ones(kind: Binary, r: Arr, x: Arr, y: Arr) -> Arr:
 
 def fma_float(dt: Dtype) -> Impl:
     if dt is D.float64:
-        return lambda out, a, b, c: _numba_binary("fma", _F64, out, a, b, c)
+        return lambda out, a, b, c: numba_binary("fma", F64, out, a, b, c)
 
     def f(out: Arr | None, a: Arr, b: Arr, c: Arr) -> Arr:
         # The product of two floats of 24 bits or fewer is exact in float64;
@@ -229,7 +230,7 @@ def fma_float(dt: Dtype) -> Impl:
         err = (p - (s - bb)) + (wc - bb)
         nudge = np.isfinite(s) & (err != 0) & ((s.view(np.uint64) & np.uint64(1)) == 0)
         s = np.where(nudge, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
-        return _store(dt, s, out)
+        return store_float(dt, s, out)
 
     return f
 
@@ -239,12 +240,12 @@ def fma_float(dt: Dtype) -> Impl:
 # --------------------------------------------------------------------------
 
 
-def _part(dt: Dtype) -> Dtype:
+def part_dtype(dt: Dtype) -> Dtype:
     """The float dtype of a complex dtype's parts."""
     return D.float32 if dt is D.complex64 else D.float64
 
 
-def _join(re: Arr, im: Arr, dt: Dtype, out: Arr | None) -> Arr:
+def join_parts(re: Arr, im: Arr, dt: Dtype, out: Arr | None) -> Arr:
     """The complex values of ``dt`` with parts ``re`` and ``im``, bits kept."""
     res = out if out is not None else np.empty(np.broadcast_shapes(re.shape, im.shape),
                                                dtype=dt.numpy_dtype)
@@ -253,15 +254,15 @@ def _join(re: Arr, im: Arr, dt: Dtype, out: Arr | None) -> Arr:
     return res
 
 
-def _complex_divide(dt: Dtype, x: Arr, y: Arr, out: Arr | None) -> Arr:
+def complex_divide(dt: Dtype, x: Arr, y: Arr, out: Arr | None) -> Arr:
     """``x / y`` in complex128 by Smith's algorithm with NumPy's branches, each
     numerator part divided by the scaled denominator (NumPy multiplies by its
     reciprocal, which makes (0 + 2⁻⁵⁰i) / (0 − 2⁻¹⁰⁷⁴i) a spurious
     (−inf, NaN); the reference's (−inf, +0) is upstream's), each part
     rounded once into ``dt``."""
-    wx, wy = np.asarray(x).astype(_C128), np.asarray(y).astype(_C128)
+    wx, wy = np.asarray(x).astype(C128), np.asarray(y).astype(C128)
     ar, ai, br, bi = wx.real, wx.imag, wy.real, wy.imag
-    q = np.empty(np.broadcast_shapes(wx.shape, wy.shape), _C128)
+    q = np.empty(np.broadcast_shapes(wx.shape, wy.shape), C128)
     with np.errstate(all="ignore"):
         wide = np.abs(br) >= np.abs(bi)  # the real part is the larger (False for NaN)
         rat = np.where(wide, bi / br, br / bi)
@@ -273,12 +274,12 @@ def _complex_divide(dt: Dtype, x: Arr, y: Arr, out: Arr | None) -> Arr:
         if zero.any():
             q.real = np.where(zero, ar / np.abs(br), q.real)
             q.imag = np.where(zero, ai / np.abs(br), q.imag)
-    return _finish(out, q if dt is D.complex128 else q.astype(np.complex64))
+    return finish_node(out, q if dt is D.complex128 else q.astype(np.complex64))
 
 
 def _order_key(a: Arr) -> Arr:
     """An int64 key in the float total order: -inf < ... < -0 < +0 < ... < inf."""
-    u = _bits(a).astype(np.uint64)
+    u = bits_of(a).astype(np.uint64)
     sign = np.uint64(1 << (a.dtype.itemsize * 8 - 1))
     mag = (u & (sign - np.uint64(1))).astype(np.int64)
     return np.asarray(np.where((u & sign) != 0, -mag - 1, mag))
@@ -289,7 +290,7 @@ def _complex_nan(a: Arr) -> Arr:
     return np.asarray(np.isnan(a.real) | np.isnan(a.imag))
 
 
-def _binary_complex(kind: Binary, dt: Dtype) -> Impl:
+def binary_complex(kind: Binary, dt: Dtype) -> Impl:
     if kind in (Binary.ADD, Binary.SUB):
         uf = np.add if kind is Binary.ADD else np.subtract
         return lambda out, x, y: uf(x, y, out=out)
@@ -297,10 +298,10 @@ def _binary_complex(kind: Binary, dt: Dtype) -> Impl:
         def mul(out: Arr | None, x: Arr, y: Arr) -> Arr:
             # The textbook product, each product and sum rounded, never fused.
             xr, xi, yr, yi = x.real, x.imag, y.real, y.imag
-            return _join(xr * yr - xi * yi, xr * yi + xi * yr, dt, out)
+            return join_parts(xr * yr - xi * yi, xr * yi + xi * yr, dt, out)
         return mul
     if kind is Binary.FDIV:
-        return lambda out, x, y: _complex_divide(dt, x, y, out)
+        return lambda out, x, y: complex_divide(dt, x, y, out)
     maximum = kind is Binary.MAXIMUM
 
     def extreme(out: Arr | None, x: Arr, y: Arr) -> Arr:
@@ -310,20 +311,20 @@ def _binary_complex(kind: Binary, dt: Dtype) -> Impl:
         else:
             take_x = (krx < kry) | ((krx == kry) & (kix <= kiy))
         take_x = _complex_nan(x) | (~_complex_nan(y) & take_x)
-        return _finish(out, np.where(take_x, x, y))
+        return finish_node(out, np.where(take_x, x, y))
 
     return extreme
 
 
-def _compare_complex(kind: Compare) -> Impl:
+def compare_complex(kind: Compare) -> Impl:
     def f(out: Arr | None, x: Arr, y: Arr) -> Arr:
         xr, xi, yr, yi = x.real, x.imag, y.real, y.imag
         eq = (xr == yr) & (xi == yi)
         if kind is Compare.EQUAL:
-            return _finish(out, eq)
+            return finish_node(out, eq)
         if kind is Compare.NOT_EQUAL:
-            return _finish(out, ~eq)
+            return finish_node(out, ~eq)
         tail = xi < yi if kind is Compare.LESS else xi <= yi
         nan = _complex_nan(x) | _complex_nan(y)
-        return _finish(out, ~nan & ((xr < yr) | ((xr == yr) & tail)))
+        return finish_node(out, ~nan & ((xr < yr) | ((xr == yr) & tail)))
     return f

@@ -15,9 +15,9 @@ from nxkernel_core.prog import (
     Unary,
 )
 
-from .kindbase import Arr, Impl, _ival, _iwrap, _numba_binary
+from .kindbase import Arr, Impl, int_values, numba_binary, wrap_ints
 
-__all__: list[str] = []
+__all__ = ["binary_bool", "binary_int", "unary_int"]
 
 
 # --------------------------------------------------------------------------
@@ -25,29 +25,29 @@ __all__: list[str] = []
 # --------------------------------------------------------------------------
 
 
-def _unary_int(kind: Unary, dt: Dtype) -> Impl:
+def unary_int(kind: Unary, dt: Dtype) -> Impl:
     signed = dt.kind is D.Kind.SIGNED
     if kind is Unary.NEG:
         if dt.bits >= 8:
             return lambda out, x: np.negative(x, out=out)
-        return lambda out, x: _iwrap(dt, np.negative(_ival(x)), out)
+        return lambda out, x: wrap_ints(dt, np.negative(int_values(x)), out)
     if kind is Unary.RECIP:
         def recip(out: Arr | None, x: Arr) -> Arr:
-            v = _ival(x)
+            v = int_values(x)
             t = v.dtype.type
             r = np.where(v == t(1), v, t(0))
             if signed:
                 r = np.where(v == t(-1), v, r)
-            return _iwrap(dt, r, out)
+            return wrap_ints(dt, r, out)
         return recip
     if kind is Unary.ABS:
         if dt.bits >= 8:
             return lambda out, x: np.absolute(x, out=out)
-        return lambda out, x: _iwrap(dt, np.absolute(_ival(x)), out)
+        return lambda out, x: wrap_ints(dt, np.absolute(int_values(x)), out)
     if kind is Unary.SIGN:
         if signed:
-            return lambda out, x: _iwrap(dt, np.sign(_ival(x)), out)
-        return lambda out, x: _iwrap(dt, (_ival(x) != 0).astype(np.uint8), out)
+            return lambda out, x: wrap_ints(dt, np.sign(int_values(x)), out)
+        return lambda out, x: wrap_ints(dt, (int_values(x) != 0).astype(np.uint8), out)
     raise AssertionError(f"{kind} of {dt.name} is the identity")
 
 
@@ -94,29 +94,29 @@ _INT_BINARY: Final[dict[Binary, np.ufunc]] = {
 }
 
 
-def _binary_int(kind: Binary, dt: Dtype) -> Impl:
+def binary_int(kind: Binary, dt: Dtype) -> Impl:
     signed = dt.kind is D.Kind.SIGNED
     if kind in _INT_BINARY:
         uf = _INT_BINARY[kind]
         if dt.bits >= 8:
             return lambda out, x, y: uf(x, y, out=out)
-        return lambda out, x, y: _iwrap(dt, uf(_ival(x), _ival(y)), out)
+        return lambda out, x, y: wrap_ints(dt, uf(int_values(x), int_values(y)), out)
     if kind in (Binary.IDIV, Binary.MOD):
         pick = 0 if kind is Binary.IDIV else 1
 
         def idiv_mod(out: Arr | None, x: Arr, y: Arr) -> Arr:
-            v, w = np.broadcast_arrays(_ival(x), _ival(y))
-            return _iwrap(dt, _idiv_mod(v, w, signed)[pick], out)
+            v, w = np.broadcast_arrays(int_values(x), int_values(y))
+            return wrap_ints(dt, _idiv_mod(v, w, signed)[pick], out)
 
         return idiv_mod
     if kind is Binary.POW:
-        return lambda out, x, y: _iwrap(dt, _int_pow(_ival(x), _ival(y), signed), out)
+        return lambda out, x, y: wrap_ints(dt, _int_pow(int_values(x), int_values(y), signed), out)
     if kind is Binary.THREEFRY:
-        return lambda out, x, y: _numba_binary("threefry", np.dtype(np.uint64), out, x, y)
+        return lambda out, x, y: numba_binary("threefry", np.dtype(np.uint64), out, x, y)
     raise AssertionError(f"{kind} does not take {dt.name}")
 
 
-def _binary_bool(kind: Binary) -> Impl:
+def binary_bool(kind: Binary) -> Impl:
     if kind in (Binary.AND, Binary.MINIMUM):
         return lambda out, x, y: np.logical_and(x, y, out=out)
     if kind in (Binary.OR, Binary.MAXIMUM):

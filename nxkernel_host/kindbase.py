@@ -14,7 +14,9 @@ import numpy.typing as npt
 from nxkernel_core import dtype as D
 from nxkernel_core.dtype import Dtype
 
-__all__ = ["Arr", "Impl", "truth", "where"]
+__all__ = ["C128", "F64", "UINT_BY_SIZE", "Arr", "Impl", "bits_of", "c_contiguous", "finish_node",
+           "float_values", "int_values", "numba_binary", "store_float", "truth", "where",
+           "wrap_ints"]
 
 Arr = npt.NDArray[Any]
 #: A node's implementation: ``impl(out, *args)`` returns the node's value,
@@ -24,9 +26,9 @@ Impl = Callable[..., Arr]
 
 
 _F32: Final = np.dtype(np.float32)
-_F64: Final = np.dtype(np.float64)
-_C128: Final = np.dtype(np.complex128)
-_UINT: Final[dict[int, type[np.unsignedinteger[Any]]]] = {
+F64: Final = np.dtype(np.float64)
+C128: Final = np.dtype(np.complex128)
+UINT_BY_SIZE: Final[dict[int, type[np.unsignedinteger[Any]]]] = {
     1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 # --------------------------------------------------------------------------
@@ -34,7 +36,7 @@ _UINT: Final[dict[int, type[np.unsignedinteger[Any]]]] = {
 # --------------------------------------------------------------------------
 
 
-def _finish(out: Arr | None, r: Any) -> Arr:
+def finish_node(out: Arr | None, r: Any) -> Arr:
     """``r`` as the node's value: written into ``out`` where given (``r`` has
     out's type, so its bits are copied as they are, broadcast), else ``r``
     itself as an array."""
@@ -45,9 +47,9 @@ def _finish(out: Arr | None, r: Any) -> Arr:
     return out
 
 
-def _bits(x: Arr) -> Arr:
+def bits_of(x: Arr) -> Arr:
     """A byte-wide array's bits as unsigned integers of its width."""
-    return np.asarray(x).view(_UINT[x.dtype.itemsize])
+    return np.asarray(x).view(UINT_BY_SIZE[x.dtype.itemsize])
 
 
 def truth(x: Arr) -> Arr:
@@ -55,7 +57,7 @@ def truth(x: Arr) -> Arr:
     return np.asarray(np.asarray(x).view(np.uint8) != 0)
 
 
-def _contig(x: Arr) -> Arr:
+def c_contiguous(x: Arr) -> Arr:
     """``x`` C-contiguous (a copy only where it is not). NumPy's transcendental
     loops take another code path, with other bits, for some strides (a
     reversed operand); on contiguous operands every element gets the same
@@ -63,10 +65,10 @@ def _contig(x: Arr) -> Arr:
     return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
 
-def _wide(x: Arr) -> Arr:
+def float_values(x: Arr) -> Arr:
     """Float values in their compute type: float32 and float64 as they are,
     narrower floats widened (exactly) to float32."""
-    if x.dtype == _F32 or x.dtype == _F64:
+    if x.dtype == _F32 or x.dtype == F64:
         return x
     return np.asarray(x).astype(np.float32)
 
@@ -88,15 +90,15 @@ def _odd_f32(x: Arr) -> Arr:
     return np.where(nudge, yb + step, yb).astype(np.uint32).view(np.float32)
 
 
-def _store(dt: Dtype, r: Arr, out: Arr | None) -> Arr:
+def store_float(dt: Dtype, r: Arr, out: Arr | None) -> Arr:
     """Float values ``r`` (float32 or float64) stored once into float ``dt`` by
     the store rule: round to nearest, ties to even; overflow to ±inf, or
     saturating to ±max_finite in the formats of a byte or less; NaN to +0 in
     float4_e2m1fn."""
     r = np.asarray(r)
     if dt is D.float64 or dt is D.float32:
-        return _finish(out, r if r.dtype == dt.numpy_dtype else r.astype(dt.numpy_dtype))
-    if r.dtype == _F64:
+        return finish_node(out, r if r.dtype == dt.numpy_dtype else r.astype(dt.numpy_dtype))
+    if r.dtype == F64:
         r = _odd_f32(r)
     fmt = dt.float_format
     assert fmt is not None
@@ -106,26 +108,26 @@ def _store(dt: Dtype, r: Arr, out: Arr | None) -> Arr:
         r = np.clip(r, np.float32(-fmt.max_finite), np.float32(fmt.max_finite))
         if not fmt.nans:
             r = np.where(np.isnan(r), np.float32(0), r)
-    return _finish(out, r.astype(dt.numpy_dtype))
+    return finish_node(out, r.astype(dt.numpy_dtype))
 
 
-def _ival(x: Arr) -> Arr:
+def int_values(x: Arr) -> Arr:
     """Integer values in their compute type: int4 and uint4 as int8 and uint8."""
     if x.dtype.itemsize == 1 and x.dtype.kind not in "iub":
         return np.asarray(x).astype(np.int8 if x.dtype == D.int4.numpy_dtype else np.uint8)
     return x
 
 
-def _iwrap(dt: Dtype, r: Arr, out: Arr | None) -> Arr:
+def wrap_ints(dt: Dtype, r: Arr, out: Arr | None) -> Arr:
     """Integer values ``r`` modulo ``dt``'s width, as ``dt``."""
     r = np.asarray(r)
     if dt.bits >= 8:
-        return _finish(out, r if r.dtype == dt.numpy_dtype else r.astype(dt.numpy_dtype))
+        return finish_node(out, r if r.dtype == dt.numpy_dtype else r.astype(dt.numpy_dtype))
     code = r.astype(np.uint8) & np.uint8(15)
     if dt is D.int4:
         signed = (code ^ np.uint8(8)).astype(np.int8) - np.int8(8)
-        return _finish(out, signed.astype(dt.numpy_dtype))
-    return _finish(out, code.astype(dt.numpy_dtype))
+        return finish_node(out, signed.astype(dt.numpy_dtype))
+    return finish_node(out, code.astype(dt.numpy_dtype))
 
 
 # --------------------------------------------------------------------------
@@ -183,12 +185,12 @@ def _flat(x: Arr, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Arr:
     return np.ascontiguousarray(np.broadcast_to(x, shape), dtype=dtype).reshape(-1)
 
 
-def _numba_binary(name: str, dtype: np.dtype[Any], out: Arr | None, *args: Arr) -> Arr:
+def numba_binary(name: str, dtype: np.dtype[Any], out: Arr | None, *args: Arr) -> Arr:
     """Numba loop ``name`` over ``args`` broadcast together, into ``out``."""
     shape = np.broadcast_shapes(*(a.shape for a in args))
     res = out if out is not None and out.flags.c_contiguous else np.empty(shape, dtype=dtype)
     _numba_kernels()[name](*(_flat(a, shape, dtype) for a in args), res.reshape(-1))
-    return _finish(out, res)
+    return finish_node(out, res)
 
 
 def where(out: Arr | None, c: Arr, x: Arr, y: Arr) -> Arr:

@@ -60,19 +60,30 @@ from nxkernel_core.prog import (
 )
 
 from .floatkinds import (
-    _COMPARE,
-    _binary_complex,
-    _binary_float,
-    _compare_complex,
-    _complex_divide,
-    _join,
-    _native,
-    _part,
-    _unary_float,
+    COMPARE,
+    binary_complex,
+    binary_float,
+    compare_complex,
+    complex_divide,
+    computes_natively,
     fma_float,
+    join_parts,
+    part_dtype,
+    unary_float,
 )
-from .intkinds import _binary_bool, _binary_int, _unary_int
-from .kindbase import Arr, Impl, _bits, _finish, _ival, _iwrap, _store, _wide, truth, where
+from .intkinds import binary_bool, binary_int, unary_int
+from .kindbase import (
+    Arr,
+    Impl,
+    bits_of,
+    finish_node,
+    float_values,
+    int_values,
+    store_float,
+    truth,
+    where,
+    wrap_ints,
+)
 
 __all__ = ["ULPS", "Impl", "const_value", "fma_float", "fma_int", "op1", "op2", "quiet", "truth", "where"]
 
@@ -108,10 +119,10 @@ def _int_to_float(v: Arr, src: Dtype, dst: Dtype, out: Arr | None) -> Arr:
     """Integers of ``src`` into float ``dst``, their exact value rounded once."""
     if src.bits < 64:
         # Every integer of 32 bits or fewer is exact in float64.
-        return _store(dst, np.asarray(v).astype(np.float64), out)
-    if _native(dst):
+        return store_float(dst, np.asarray(v).astype(np.float64), out)
+    if computes_natively(dst):
         # A C cast from a 64-bit integer rounds once.
-        return _finish(out, np.asarray(v).astype(dst.numpy_dtype))
+        return finish_node(out, np.asarray(v).astype(dst.numpy_dtype))
     negative = v < 0 if src.kind is D.Kind.SIGNED else np.zeros(v.shape, dtype=np.bool_)
     m = np.asarray(v).astype(np.uint64)
     m = np.where(negative, np.uint64(0) - m, m)
@@ -121,7 +132,7 @@ def _int_to_float(v: Arr, src: Dtype, dst: Dtype, out: Arr | None) -> Arr:
     sticky = ((m & _LOW11) != 0).astype(np.uint64) << np.uint64(11)
     m = np.where(m >= _TWO53, (m & ~_LOW11) | sticky, m)
     f = m.astype(np.float64)
-    return _store(dst, np.where(negative, -f, f), out)
+    return store_float(dst, np.where(negative, -f, f), out)
 
 
 def _float_to_int(x: Arr, dst: Dtype, out: Arr | None) -> Arr:
@@ -131,59 +142,59 @@ def _float_to_int(x: Arr, dst: Dtype, out: Arr | None) -> Arr:
     if dst.bits < 64:
         # float64 holds every bound of 32 bits or fewer exactly.
         t = np.where(np.isnan(t), 0.0, np.clip(t, float(lo), float(hi)))
-        return _iwrap(dst, t.astype(np.int64), out)
+        return wrap_ints(dst, t.astype(np.int64), out)
     over = t >= float(hi + 1)
     under = t < float(lo)
     safe = np.where(over | under | np.isnan(t), 0.0, t).astype(dst.numpy_dtype)
     ones = np.ones_like(safe)
-    return _finish(out, np.where(over, ones * hi, np.where(under, ones * lo, safe)))
+    return finish_node(out, np.where(over, ones * hi, np.where(under, ones * lo, safe)))
 
 
 def _real_cast(x: Arr, src: Dtype, dst: Dtype, out: Arr | None) -> Arr:
     """A cast between real (not complex) dtypes, ``src is not dst``."""
     if dst.is_bool:
         if src.is_bool:
-            return _finish(out, truth(x))
-        return _finish(out, (_wide(x) if src.is_float else _ival(x)) != 0)
+            return finish_node(out, truth(x))
+        return finish_node(out, (float_values(x) if src.is_float else int_values(x)) != 0)
     if src.is_bool:
         return _real_cast(truth(x).astype(np.uint8), D.uint8, dst, out)
     if src.is_float:
         if dst.is_float:
-            return _store(dst, x if src is D.float64 else _wide(x), out)
+            return store_float(dst, x if src is D.float64 else float_values(x), out)
         return _float_to_int(x, dst, out)
     if dst.is_float:
-        return _int_to_float(_ival(x), src, dst, out)
-    return _iwrap(dst, _ival(x), out)
+        return _int_to_float(int_values(x), src, dst, out)
+    return wrap_ints(dst, int_values(x), out)
 
 
 def _cast(src: Dtype, dst: Dtype) -> Impl:
     """Cast (upstream §3 "Cast"), ``src is not dst``."""
     if src.is_complex:
-        part = _part(src)
+        part = part_dtype(src)
         if dst.is_complex:
-            return lambda out, x: _finish(out, np.asarray(x).astype(dst.numpy_dtype))
+            return lambda out, x: finish_node(out, np.asarray(x).astype(dst.numpy_dtype))
         if dst.is_bool:
-            return lambda out, x: _finish(out, (x.real != 0) | (x.imag != 0))
+            return lambda out, x: finish_node(out, (x.real != 0) | (x.imag != 0))
         if dst is part:
             # The real part keeps its format, and its bits.
-            return lambda out, x: _finish(out, np.array(x.real, copy=True))
+            return lambda out, x: finish_node(out, np.array(x.real, copy=True))
         return lambda out, x: _real_cast(x.real, part, dst, out)
     if dst.is_complex:
-        part = _part(dst)
+        part = part_dtype(dst)
         zero = np.zeros((), dtype=part.numpy_dtype)
         if src is part:
-            return lambda out, x: _join(x, zero, dst, out)
-        return lambda out, x: _join(_real_cast(x, src, part, None), zero, dst, out)
+            return lambda out, x: join_parts(x, zero, dst, out)
+        return lambda out, x: join_parts(_real_cast(x, src, part, None), zero, dst, out)
     return lambda out, x: _real_cast(x, src, dst, out)
 
 
 def _bitcast4(dst: Dtype) -> Impl:
     """Bitcast between the 4-bit dtypes: the low nibble's code, reread."""
     def f(out: Arr | None, x: Arr) -> Arr:
-        code = _bits(x) & np.uint8(15)
+        code = bits_of(x) & np.uint8(15)
         if dst is D.float4_e2m1fn:
-            return _finish(out, code.view(dst.numpy_dtype))
-        return _iwrap(dst, code, out)
+            return finish_node(out, code.view(dst.numpy_dtype))
+        return wrap_ints(dst, code, out)
     return f
 
 
@@ -198,7 +209,7 @@ def fma_int(dt: Dtype) -> Impl:
             r = np.multiply(a, b, out=out)
             return np.add(r, c, out=r if out is not None else None)
         return f
-    return lambda out, a, b, c: _iwrap(dt, _ival(a) * _ival(b) + _ival(c), out)
+    return lambda out, a, b, c: wrap_ints(dt, int_values(a) * int_values(b) + int_values(c), out)
 
 
 
@@ -224,16 +235,16 @@ def op1(node: Op1, src: Dtype) -> tuple[Impl, bool]:
         return _cast(src, dst), False
     assert isinstance(kind, Unary)
     if src.is_float:
-        return _unary_float(kind, src), False
+        return unary_float(kind, src), False
     if src.is_complex:
         if kind is Unary.NEG:
             return (lambda out, x: np.negative(x, out=out)), False
         one = np.ones((), dtype=src.numpy_dtype)
-        return (lambda out, x: _complex_divide(src, one, x, out)), False
+        return (lambda out, x: complex_divide(src, one, x, out)), False
     if kind in (Unary.FLOOR, Unary.CEIL, Unary.ROUND, Unary.TRUNC) or (
             kind is Unary.ABS and src.kind is D.Kind.UNSIGNED):
         return (lambda out, x: x), True
-    return _unary_int(kind, src), False
+    return unary_int(kind, src), False
 
 
 def op2(node: Op2, src: Dtype) -> tuple[Impl, bool]:
@@ -241,20 +252,20 @@ def op2(node: Op2, src: Dtype) -> tuple[Impl, bool]:
     kind = node.kind
     if isinstance(kind, Compare):
         if src.is_complex:
-            return _compare_complex(kind), False
-        uf = _COMPARE[kind]
+            return compare_complex(kind), False
+        uf = COMPARE[kind]
         if src.is_float:
-            return (lambda out, x, y: uf(_wide(x), _wide(y), out=out)), False
+            return (lambda out, x, y: uf(float_values(x), float_values(y), out=out)), False
         if src.is_bool:
             return (lambda out, x, y: uf(x, y, out=out)), True
-        return (lambda out, x, y: uf(_ival(x), _ival(y), out=out)), False
+        return (lambda out, x, y: uf(int_values(x), int_values(y), out=out)), False
     if src.is_float:
-        return _binary_float(kind, src), False
+        return binary_float(kind, src), False
     if src.is_complex:
-        return _binary_complex(kind, src), False
+        return binary_complex(kind, src), False
     if src.is_bool:
-        return _binary_bool(kind), True
-    return _binary_int(kind, src), False
+        return binary_bool(kind), True
+    return binary_int(kind, src), False
 
 
 def const_value(dt: Dtype, bits: bytes) -> Arr:
@@ -275,7 +286,7 @@ def quiet(dt: Dtype, v: Arr) -> Arr:
     if fmt is None or not (fmt.infinities and fmt.nans):
         # e4m3fn's one NaN is quiet; e2m1fn has none.
         return v
-    u = _bits(v)
+    u = bits_of(v)
     exp_mask = u.dtype.type(((1 << fmt.exponent_bits) - 1) << fmt.fraction_bits)
     frac_mask = u.dtype.type((1 << fmt.fraction_bits) - 1)
     quiet_bit = u.dtype.type(1 << (fmt.fraction_bits - 1))
