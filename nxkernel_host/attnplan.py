@@ -245,7 +245,7 @@ def row_tile(prog: Prog, tq: int, tk: int, r0: int, r1: int, kmax: int, heads: i
         multi = None if rows.multi is None else [(np.tile(lo, heads), np.tile(hi, heads))
                                                  for lo, hi in rows.multi]
         rows = Rows(np.tile(rows.lo, heads), np.tile(rows.hi, heads), rows.lo_max, rows.hi_min,
-                     multi, rows.general, rows.jlo, rows.jhi)
+                    multi, rows.general, rows.jlo, rows.jhi)
     for x in (rows.lo, rows.hi, *(y for pair in rows.multi or [] for y in pair)):
         x.flags.writeable = False
     return rows

@@ -27,21 +27,23 @@ from nxkernel_core.prog import element
 
 from . import pool
 from .movebits import (
-    _bits,
-    _compiled,
-    _contiguous_loop,
-    _has_nan,
-    _key_pair,
-    _Loop,
-    _nan_width,
-    _parts,
-    _split,
-    _split_out,
-    _written,
+    Loop,
+    contiguous_loop,
+    dtype_has_nan,
+    element_parts,
+    key_pair,
+    nan_key_width,
+    numba_loop,
+    part_bits,
+    split_destination,
+    split_operand,
+    written_bits,
 )
 from .views import read, target
 
-__all__ = ["assemble", "gather", "range_gather", "scatter"]
+__all__ = ["assemble", "gather", "gather_loop", "gather_rows", "is_whole", "range_gather",
+           "range_gather_loop", "region_slices", "scatter", "scatter_add_rows", "scatter_extreme_loop",
+           "scatter_set_loop", "take_winners_loop"]
 
 NDArray = npt.NDArray[Any]
 
@@ -64,8 +66,8 @@ _trailing_zeros: Final = cast("Callable[[np.uint64], np.uint64]", trailing_zeros
 _RUNS: Final = 16
 
 
-@_Loop
-def _gather_rows(x: NDArray, index: NDArray, out: NDArray) -> None:
+@Loop
+def gather_rows(x: NDArray, index: NDArray, out: NDArray) -> None:
     """The gather of ``[outer, n]`` positions from ``[outer, d]`` rows (inner extent 1)."""
     # A negative position is a large unsigned one: one comparison reads zero
     # bits for both sides (and Numba wraps no negative index).
@@ -79,8 +81,8 @@ def _gather_rows(x: NDArray, index: NDArray, out: NDArray) -> None:
                 out[o, i] = 0
 
 
-@_Loop
-def _gather_loop(x: NDArray, index: NDArray, out: NDArray) -> None:
+@Loop
+def gather_loop(x: NDArray, index: NDArray, out: NDArray) -> None:
     outer, n, inner = index.shape
     d = x.shape[1]
     for o in range(outer):
@@ -93,8 +95,8 @@ def _gather_loop(x: NDArray, index: NDArray, out: NDArray) -> None:
                     out[o, i, k] = 0
 
 
-@_Loop
-def _range_gather_loop(x: NDArray, starts: NDArray, out: NDArray) -> None:
+@Loop
+def range_gather_loop(x: NDArray, starts: NDArray, out: NDArray) -> None:
     outer, n, inner = starts.shape
     run = out.shape[2]
     d = x.shape[1]
@@ -110,7 +112,7 @@ def _range_gather_loop(x: NDArray, starts: NDArray, out: NDArray) -> None:
                         out[o, i, j, k] = 0
 
 
-@_compiled
+@numba_loop
 def _scatter_set_row(dst: NDArray, index: NDArray, updates: NDArray) -> None:
     d = dst.shape[0]
     for i in range(index.shape[0]):
@@ -119,8 +121,8 @@ def _scatter_set_row(dst: NDArray, index: NDArray, updates: NDArray) -> None:
             dst[p] = updates[i]
 
 
-@_Loop
-def _scatter_set_loop(dst: NDArray, index: NDArray, updates: NDArray) -> None:
+@Loop
+def scatter_set_loop(dst: NDArray, index: NDArray, updates: NDArray) -> None:
     outer, n, inner = index.shape
     d = dst.shape[1]
     for o in range(outer):
@@ -139,9 +141,9 @@ def _scatter_set_loop(dst: NDArray, index: NDArray, updates: NDArray) -> None:
 # chain from +0 is never -0 (a sum is -0 only where both terms are).
 
 
-@_contiguous_loop
-def _scatter_add_rows(dst: NDArray, index: NDArray, updates: NDArray, zero: Any, lo: np.int64,
-                      hi: np.int64) -> None:
+@contiguous_loop
+def scatter_add_rows(dst: NDArray, index: NDArray, updates: NDArray, zero: Any, lo: np.int64,
+                     hi: np.int64) -> None:
     """The Add of ``[outer, n]`` updates into ``[outer, d]`` rows (inner extent 1),
     of the updates whose position lies in [lo, hi) alone where that is not
     every position: 64 positions at a time compared (vector code) into a mask,
@@ -175,7 +177,7 @@ def _scatter_add_rows(dst: NDArray, index: NDArray, updates: NDArray, zero: Any,
                 dst[o, p] = (zero + dst[o, p]) + updates[o, i]
 
 
-@_Loop
+@Loop
 def _scatter_add_loop(dst: NDArray, index: NDArray, updates: NDArray, zero: Any) -> None:
     outer, n, inner = index.shape
     d = dst.shape[1]
@@ -187,10 +189,10 @@ def _scatter_add_loop(dst: NDArray, index: NDArray, updates: NDArray, zero: Any)
                     dst[o, p, k] = (zero + dst[o, p, k]) + updates[o, i, k]
 
 
-@_Loop
-def _scatter_extreme_loop(cur1: NDArray, cur2: NDArray, index: NDArray, upd1: NDArray,
-                          upd2: NDArray, winner: NDArray, maximum: bool, has_nan: bool,
-                          nan_key: Any) -> None:
+@Loop
+def scatter_extreme_loop(cur1: NDArray, cur2: NDArray, index: NDArray, upd1: NDArray,
+                         upd2: NDArray, winner: NDArray, maximum: bool, has_nan: bool,
+                         nan_key: Any) -> None:
     outer, n, inner = index.shape
     d = cur1.shape[1]
     for o in range(outer):
@@ -221,8 +223,8 @@ def _scatter_extreme_loop(cur1: NDArray, cur2: NDArray, index: NDArray, upd1: ND
                     winner[o, p, k] = i
 
 
-@_Loop
-def _take_winners_loop(dst: NDArray, updates: NDArray, winner: NDArray) -> None:
+@Loop
+def take_winners_loop(dst: NDArray, updates: NDArray, winner: NDArray) -> None:
     outer, d, inner = dst.shape
     for o in range(outer):
         for p in range(d):
@@ -242,10 +244,10 @@ def gather(spec: S.Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> 
     zero bits. Operands: index (int64), x."""
     (dst,), (index, x) = dsts, operands
     axis = spec.axis
-    idx = _split(read(index), axis)
-    with _written(dst) as outs:
-        for out, src in zip(outs, _bits(read(x)), strict=True):
-            _gather_at(_split(src, axis), idx, _split_out(out, axis))
+    idx = split_operand(read(index), axis)
+    with written_bits(dst) as outs:
+        for out, src in zip(outs, part_bits(read(x)), strict=True):
+            _gather_at(split_operand(src, axis), idx, split_destination(out, axis))
 
 
 def _gather_at(x: NDArray, index: NDArray, out: NDArray) -> None:
@@ -254,15 +256,15 @@ def _gather_at(x: NDArray, index: NDArray, out: NDArray) -> None:
     positions in one row: each element is its own, so no split changes a bit."""
     outer, n, inner = index.shape
     if inner != 1:
-        _gather_loop(x, index, out)
+        gather_loop(x, index, out)
         return
     x2, index2, out2 = x[:, :, 0], index[:, :, 0], out[:, :, 0]
     parts = pool.parts_for(outer * n, outer * n)
     if outer >= parts:
-        jobs = [partial(_gather_rows, x2[a:b], index2[a:b], out2[a:b])
+        jobs = [partial(gather_rows, x2[a:b], index2[a:b], out2[a:b])
                 for a, b in pool.spans(outer, parts)]
     else:
-        jobs = [partial(_gather_rows, x2, index2[:, a:b], out2[:, a:b])
+        jobs = [partial(gather_rows, x2, index2[:, a:b], out2[:, a:b])
                 for a, b in pool.spans(n, parts)]
     pool.parallel(jobs)
 
@@ -273,12 +275,12 @@ def range_gather(spec: S.RangeGather, dsts: Sequence[Array], operands: Sequence[
     Operands: starts (int64), x."""
     (dst,), (starts, x) = dsts, operands
     axis = spec.axis
-    st = _split(read(starts), axis)
+    st = split_operand(read(starts), axis)
     outer, n, inner = st.shape
-    with _written(dst) as outs:
-        for out, src in zip(outs, _bits(read(x)), strict=True):
+    with written_bits(dst) as outs:
+        for out, src in zip(outs, part_bits(read(x)), strict=True):
             dst4 = np.reshape(out, (outer, n, spec.run, inner), copy=False)
-            _range_gather_loop(_split(src, axis), st, dst4)
+            range_gather_loop(split_operand(src, axis), st, dst4)
 
 
 # --------------------------------------------------------------------------
@@ -301,19 +303,19 @@ def scatter(spec: S.Scatter, dsts: Sequence[Array], operands: Sequence[Array]) -
     """
     (dst,), (into, index, updates) = dsts, operands
     dt = dst.dtype
-    idx = _split(read(index), spec.axis)
+    idx = split_operand(read(index), spec.axis)
     if spec.combine is S.Combine.ADD and dt.kind is Kind.FLOAT and dt.bits < 32:
         _scatter_add_narrow(spec.axis, dst, into, idx, updates)
         return
-    with _written(dst) as outs:
+    with written_bits(dst) as outs:
         # Fast path: an into identical to a byte-wide dst already holds its
         # bits, which saves a pass (a sub-byte dst's codes are fresh).
         if not (into.identical(dst) and not dt.is_sub_byte):
-            for out, src in zip(outs, _bits(read(into)), strict=True):
+            for out, src in zip(outs, part_bits(read(into)), strict=True):
                 out[...] = src
         if spec.combine is S.Combine.SET:
-            for out, upd in zip(outs, _bits(read(updates)), strict=True):
-                _scatter_set_loop(_split_out(out, spec.axis), idx, _split(upd, spec.axis))
+            for out, upd in zip(outs, part_bits(read(updates)), strict=True):
+                scatter_set_loop(split_destination(out, spec.axis), idx, split_operand(upd, spec.axis))
         elif spec.combine is S.Combine.ADD:
             _scatter_add(spec.axis, dt, dst, outs, idx, updates)
         else:
@@ -329,12 +331,12 @@ def _scatter_add(axis: int, dt: Dtype, dst: Array, outs: list[NDArray], idx: NDA
         assert view is not None
         # The parts' values over the bits being written (a scratch's, where dst
         # does not reshape without a copy).
-        sums = [o.view(p.dtype) for o, p in zip(outs, _parts(view), strict=True)]
-        terms = _parts(read(updates))
+        sums = [o.view(p.dtype) for o, p in zip(outs, element_parts(view), strict=True)]
+        terms = element_parts(read(updates))
     else:
-        sums, terms = outs, _bits(read(updates))
+        sums, terms = outs, part_bits(read(updates))
     for out, upd in zip(sums, terms, strict=True):
-        _add_at(_split_out(out, axis), idx, _split(upd, axis), out.dtype.type(0))
+        _add_at(split_destination(out, axis), idx, split_operand(upd, axis), out.dtype.type(0))
     if dt.is_sub_byte:
         # int4 and uint4 codes wrapped modulo 256 in a byte; keep them modulo 16.
         outs[0] &= np.uint8(0xF)
@@ -356,11 +358,11 @@ def _add_at(dst: NDArray, index: NDArray, updates: NDArray, zero: Any) -> None:
     d = dst2.shape[1]
     parts = pool.parts_for(pool.count(), outer * n)
     if outer < parts and d * dst2.itemsize >= _SPLIT_BYTES:
-        pool.parallel([partial(_scatter_add_rows, dst2, index2, updates2, zero, np.int64(a),
+        pool.parallel([partial(scatter_add_rows, dst2, index2, updates2, zero, np.int64(a),
                                np.int64(b)) for a, b in _position_spans(index2, d, parts)])
         return
     whole = np.int64(0), np.int64(d)
-    pool.parallel([partial(_scatter_add_rows, dst2[a:b], index2[a:b], updates2[a:b], zero, *whole)
+    pool.parallel([partial(scatter_add_rows, dst2[a:b], index2[a:b], updates2[a:b], zero, *whole)
                    for a, b in pool.spans(outer, min(parts, outer))])
 
 
@@ -374,7 +376,7 @@ def _position_spans(index: NDArray, d: int, parts: int) -> list[tuple[int, int]]
     return [(a, b) for a, b in itertools.pairwise(cuts.tolist()) if b > a]
 
 
-@_Loop
+@Loop
 def _cut_positions(index: NDArray, cuts: NDArray) -> None:
     """Set ``cuts[1:-1]`` (``cuts[-1]`` holds d) to positions in [0, d), in
     order: evenly spaced where each range holds at most a quarter more than
@@ -425,17 +427,17 @@ def _scatter_add_narrow(axis: int, dst: Array, into: Array, idx: NDArray, update
     dt = dst.dtype
     start = read(into)
     acc = start.astype(np.float32, order="C")
-    acc3 = _split_out(acc, axis)
-    _add_at(acc3, idx, _split(read(updates).astype(np.float32), axis), np.float32(0))
+    acc3 = split_destination(acc, axis)
+    _add_at(acc3, idx, split_operand(read(updates).astype(np.float32), axis), np.float32(0))
     reached = np.zeros(acc3.shape, np.bool_)
     o, i, k = np.nonzero((idx >= 0) & (idx < acc3.shape[1]))
     reached[o, idx[o, i, k], k] = True
     with np.errstate(invalid="ignore"):
         # A NaN sum stores as a NaN of the dtype (its bits are not a move's).
-        (summed,) = _bits(D.of_float(dt, acc.astype(np.float64)))
-    (kept,) = _bits(start)
+        (summed,) = part_bits(D.of_float(dt, acc.astype(np.float64)))
+    (kept,) = part_bits(start)
     result = np.where(reached.reshape(acc.shape), summed, kept)
-    with _written(dst) as (out,):
+    with written_bits(dst) as (out,):
         out[...] = result
 
 
@@ -444,24 +446,24 @@ def _scatter_extreme(spec: S.Scatter, dt: Dtype, outs: list[NDArray], into: Arra
     """Max and Min: the winner at each position by order keys, then its bits."""
     axis = spec.axis
     # The running extremes' keys, written in place (so never a broadcast).
-    cur1, cur2 = (np.array(key) for key in _key_pair(dt, read(into), axis))
+    cur1, cur2 = (np.array(key) for key in key_pair(dt, read(into), axis))
     upd_v = read(updates)
-    upd1, upd2 = _key_pair(dt, upd_v, axis)
+    upd1, upd2 = key_pair(dt, upd_v, axis)
     # -2: no update reached the position; -1: into's element stands; else the
     # winning update's index along the axis.
     winner = np.full(cur1.shape, -2, np.int64)
-    nan_key = upd1.dtype.type((1 << _nan_width(dt)) - 1)
-    _scatter_extreme_loop(cur1, cur2, idx, upd1, upd2, winner, spec.combine is S.Combine.MAX,
-                          _has_nan(dt), nan_key)
+    nan_key = upd1.dtype.type((1 << nan_key_width(dt)) - 1)
+    scatter_extreme_loop(cur1, cur2, idx, upd1, upd2, winner, spec.combine is S.Combine.MAX,
+                         dtype_has_nan(dt), nan_key)
     if dt.kind is Kind.BOOLEAN:
         # Maximum and Minimum of booleans are Or and And: a reached position
         # holds the truth (0 or 1), which is its winner's key.
-        out = _split_out(outs[0], axis)
+        out = split_destination(outs[0], axis)
         reached = winner >= -1
         out[reached] = cur1[reached].astype(np.uint8)
         return
-    for out, upd in zip(outs, _bits(upd_v), strict=True):
-        _take_winners_loop(_split_out(out, axis), _split(upd, axis), winner)
+    for out, upd in zip(outs, part_bits(upd_v), strict=True):
+        take_winners_loop(split_destination(out, axis), split_operand(upd, axis), winner)
 
 
 # --------------------------------------------------------------------------
@@ -469,7 +471,7 @@ def _scatter_extreme(spec: S.Scatter, dt: Dtype, outs: list[NDArray], into: Arra
 # --------------------------------------------------------------------------
 
 
-def _slices(region: tuple[Range, ...]) -> tuple[slice, ...]:
+def region_slices(region: tuple[Range, ...]) -> tuple[slice, ...]:
     """NumPy slices selecting a region's ranges (each non-empty)."""
     out = []
     for r in region:
@@ -479,7 +481,7 @@ def _slices(region: tuple[Range, ...]) -> tuple[slice, ...]:
     return tuple(out)
 
 
-def _is_whole(region: tuple[Range, ...], shape: tuple[int, ...]) -> bool:
+def is_whole(region: tuple[Range, ...], shape: tuple[int, ...]) -> bool:
     """Whether ``region`` holds every index of ``shape``."""
     return all(r.count == d for r, d in zip(region, shape, strict=True))
 
@@ -490,12 +492,12 @@ def assemble(spec: S.Assemble, dsts: Sequence[Array], operands: Sequence[Array])
     per region; the first may be identical to dst where its region is the
     whole result."""
     (dst,) = dsts
-    whole = [i for i, region in enumerate(spec.regions) if _is_whole(region, spec.shape)]
+    whole = [i for i, region in enumerate(spec.regions) if is_whole(region, spec.shape)]
     # Pieces before the last whole one are overwritten everywhere, and so is the fill.
     first = whole[-1] if whole else 0
-    with _written(dst) as outs:
+    with written_bits(dst) as outs:
         if not whole:
-            fill = _bits(np.asarray(element(dst.dtype, spec.fill)))
+            fill = part_bits(np.asarray(element(dst.dtype, spec.fill)))
             for out, bits in zip(outs, fill, strict=True):
                 out[...] = bits
         for piece, region in zip(operands[first:], spec.regions[first:], strict=True):
@@ -506,6 +508,6 @@ def assemble(spec: S.Assemble, dsts: Sequence[Array], operands: Sequence[Array])
             if (piece.identical(dst) and not dst.dtype.is_sub_byte
                     and all(r.start == 0 and r.step == 1 for r in region)):
                 continue
-            sl = _slices(region)
-            for out, src in zip(outs, _bits(read(piece)), strict=True):
+            sl = region_slices(region)
+            for out, src in zip(outs, part_bits(read(piece)), strict=True):
                 out[sl] = src

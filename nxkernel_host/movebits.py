@@ -2,17 +2,17 @@
 the Numba loop wrapper.
 
 Every move copies bits. Operands are read through unsigned-integer views of
-their elements (``_bits``: a complex number as its two parts, a sub-byte
+their elements (``part_bits``: a complex number as its two parts, a sub-byte
 dtype as unpacked codes, one byte per element), so NaN payloads, signalling
-NaNs and −0 pass unchanged. Sort, numbering and scatter's Max and Min compare
-elements through *order keys* (``_keys``): unsigned integers whose order, most
-significant key first, is the contract's total order (−inf < … < −0 < +0 < …
-< +inf < NaN, all NaNs one key; complex by real then imaginary part, a NaN
-part making the whole a NaN; integers by value; false < true).
+NaNs and −0 pass unchanged. Sort, numbering and scatter's Max and Min
+compare elements through *order keys* (``sort_keys``): unsigned integers
+whose order, most significant key first, is the contract's total order (−inf
+< … < −0 < +0 < … < +inf < NaN, all NaNs one key; complex by real then
+imaginary part, a NaN part making the whole a NaN; integers by value; false
+< true).
 
-The loops (``_Loop``) are Numba kernels over arrays split around the
+The loops (``Loop``) are Numba kernels over arrays split around the
 kernel's axis as ``[outer, axis, inner]``, compiled once per signature.
-The names keep their underscore: they are the moves' own, not the library's.
 """
 
 from __future__ import annotations
@@ -32,11 +32,15 @@ from nxkernel_core.dtype import Dtype, Kind
 
 from .views import store, target
 
+__all__ = ["UINT_BY_SIZE", "Loop", "c_ordered", "contiguous_loop", "dtype_has_nan", "element_parts",
+           "key_pair", "nan_key_width", "numba_loop", "part_bits", "read_only", "sort_keys",
+           "split_destination", "split_operand", "split_shape", "written_bits"]
+
 NDArray = npt.NDArray[Any]
 
 
 #: The unsigned integer of each element width in bytes: the bits views.
-_UINT: Final[dict[int, type[np.unsignedinteger[Any]]]] = {
+UINT_BY_SIZE: Final[dict[int, type[np.unsignedinteger[Any]]]] = {
     1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64,
 }
 
@@ -46,7 +50,7 @@ _UINT: Final[dict[int, type[np.unsignedinteger[Any]]]] = {
 # --------------------------------------------------------------------------
 
 
-def _parts(v: NDArray) -> list[NDArray]:
+def element_parts(v: NDArray) -> list[NDArray]:
     """Host elements ``v`` as separately moved parts: a complex array's real and
     imaginary parts (float views), else ``v`` itself."""
     if v.dtype.kind == "c":
@@ -54,20 +58,20 @@ def _parts(v: NDArray) -> list[NDArray]:
     return [v]
 
 
-def _bits(v: NDArray) -> list[NDArray]:
+def part_bits(v: NDArray) -> list[NDArray]:
     """The bits of host elements ``v`` as unsigned integers, one array per part
     (views of ``v``'s memory): a sub-byte dtype's unpacked elements are its codes."""
-    return [p.view(_UINT[p.dtype.itemsize]) for p in _parts(v)]
+    return [p.view(UINT_BY_SIZE[p.dtype.itemsize]) for p in element_parts(v)]
 
 
 @contextmanager
-def _written(dst: Array) -> Iterator[list[NDArray]]:
+def written_bits(dst: Array) -> Iterator[list[NDArray]]:
     """The bits of destination ``dst`` to write, one array per part: views of its
     elements, or for a sub-byte dtype fresh codes that are packed into it when
     the block ends."""
     view = target(dst)
     if view is not None:
-        parts = _bits(view)
+        parts = part_bits(view)
         flat = [p if _reshapes(p) else np.ascontiguousarray(p) for p in parts]
         yield flat
         for part, done in zip(parts, flat, strict=True):
@@ -90,7 +94,7 @@ def _reshapes(a: NDArray) -> bool:
 
 
 @contextmanager
-def _c_ordered(a: NDArray) -> Iterator[NDArray]:
+def c_ordered(a: NDArray) -> Iterator[NDArray]:
     """Destination ``a`` itself where it reshapes without a copy, else a
     C-ordered copy of it whose bits go into ``a`` when the block ends (not
     where it raises)."""
@@ -102,7 +106,7 @@ def _c_ordered(a: NDArray) -> Iterator[NDArray]:
     a[...] = scratch
 
 
-def _frozen(a: NDArray) -> NDArray:
+def read_only(a: NDArray) -> NDArray:
     """A read-only view of ``a``. Numba compiles a loop once per type of its
     arguments, read-only or not among them: operands are always read-only."""
     view = a.view()
@@ -110,20 +114,20 @@ def _frozen(a: NDArray) -> NDArray:
     return view
 
 
-def _shape3(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
+def split_shape(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
     return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
 
 
-def _split(a: NDArray, axis: int) -> NDArray:
+def split_operand(a: NDArray, axis: int) -> NDArray:
     """Operand ``a`` as ``[outer, a.shape[axis], inner]``: the axes before ``axis``
     merged, then ``axis``, then the axes after it merged; read-only, a view
     where the strides allow, else a copy."""
-    return _frozen(np.reshape(a, _shape3(a.shape, axis)))
+    return read_only(np.reshape(a, split_shape(a.shape, axis)))
 
 
-def _split_out(a: NDArray, axis: int) -> NDArray:
-    """Destination ``a`` (C-ordered) as ``_split`` shapes it: a writable view."""
-    return np.reshape(a, _shape3(a.shape, axis), copy=False)
+def split_destination(a: NDArray, axis: int) -> NDArray:
+    """Destination ``a`` (C-ordered) as ``split_operand`` shapes it: a writable view."""
+    return np.reshape(a, split_shape(a.shape, axis), copy=False)
 
 
 def _float_keys(u: NDArray, dt: Dtype) -> NDArray:
@@ -151,20 +155,20 @@ def _float_keys(u: NDArray, dt: Dtype) -> NDArray:
     return key
 
 
-def _keys(dt: Dtype, v: NDArray) -> list[NDArray]:
+def sort_keys(dt: Dtype, v: NDArray) -> list[NDArray]:
     """Order keys of host elements ``v`` of ``dt``, most significant first: one
     array, or a complex array's real and imaginary keys (both the greatest where
-    either part is a NaN). Where ``_has_nan(dt)``, a NaN's first key is the
+    either part is a NaN). Where ``dtype_has_nan(dt)``, a NaN's first key is the
     greatest of its width and nothing else's is."""
     if dt.kind is Kind.COMPLEX:
         part = D.float32 if dt is D.complex64 else D.float64
-        re, im = (_float_keys(b, part) for b in _bits(v))
+        re, im = (_float_keys(b, part) for b in part_bits(v))
         ones = np.iinfo(re.dtype).max
         nan = (re == ones) | (im == ones)
         re[nan] = ones
         im[nan] = ones
         return [re, im]
-    (u,) = _bits(v)
+    (u,) = part_bits(v)
     if dt.kind is Kind.FLOAT:
         return [_float_keys(u, dt)]
     if dt.kind is Kind.SIGNED:
@@ -174,22 +178,22 @@ def _keys(dt: Dtype, v: NDArray) -> list[NDArray]:
     return [u]
 
 
-def _has_nan(dt: Dtype) -> bool:
-    """Whether ``dt`` has NaNs (and ``_keys`` marks them)."""
+def dtype_has_nan(dt: Dtype) -> bool:
+    """Whether ``dt`` has NaNs (and ``sort_keys`` marks them)."""
     if dt.kind is Kind.COMPLEX:
         return True
     return dt.float_format is not None and dt.float_format.nans
 
 
-def _nan_width(dt: Dtype) -> int:
+def nan_key_width(dt: Dtype) -> int:
     """The bits of ``dt``'s first order key: a NaN's is all ones."""
     return dt.bits // 2 if dt.kind is Kind.COMPLEX else dt.bits
 
 
-def _key_pair(dt: Dtype, v: NDArray, axis: int) -> tuple[NDArray, NDArray]:
+def key_pair(dt: Dtype, v: NDArray, axis: int) -> tuple[NDArray, NDArray]:
     """Two key arrays of ``v``, split around ``axis``: the second is zeros where
     ``dt`` has one key."""
-    keys = [_split(k, axis) for k in _keys(dt, v)]
+    keys = [split_operand(k, axis) for k in sort_keys(dt, v)]
     if len(keys) == 1:
         # A broadcast zero: no memory to fill or read.
         keys.append(np.broadcast_to(keys[0].dtype.type(0), keys[0].shape))
@@ -205,7 +209,7 @@ def _key_pair(dt: Dtype, v: NDArray, axis: int) -> tuple[NDArray, NDArray]:
 _F = TypeVar("_F", bound=Callable[..., None])
 
 
-def _compiled(f: _F) -> _F:
+def numba_loop(f: _F) -> _F:
     """``f`` compiled by Numba: nopython, cached on disk, releasing the GIL."""
     return cast(_F, nb.njit(cache=True, nogil=True)(f))
 
@@ -222,8 +226,8 @@ def _numba_type(a: Any, layout: Literal["A", "C"] = "A") -> Any:
 
 
 @final
-class _Loop:
-    """A loop compiled as ``_compiled`` does, once per signature of ``_numba_type``:
+class Loop:
+    """A loop compiled as ``numba_loop`` does, once per signature of ``_numba_type``:
     once per dtype, where Numba's own dispatch would compile again for each
     contiguity (C, F or neither) of each array. A loop made ``contiguous``
     compiles once more per dtype, for calls whose arrays are all C-contiguous:
@@ -258,6 +262,6 @@ class _Loop:
         loop(*args)
 
 
-def _contiguous_loop(f: Callable[..., None]) -> _Loop:
-    """``f`` as a ``_Loop`` made ``contiguous``."""
-    return _Loop(f, contiguous=True)
+def contiguous_loop(f: Callable[..., None]) -> Loop:
+    """``f`` as a ``Loop`` made ``contiguous``."""
+    return Loop(f, contiguous=True)

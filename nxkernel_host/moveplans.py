@@ -33,8 +33,8 @@ from nxkernel_core.prog import element
 from . import gathers as G
 from . import pool
 from .family import Hook, Prepare
-from .gathers import _is_whole, _slices, assemble, gather, range_gather, scatter
-from .movebits import _UINT, _bits, _frozen, _has_nan, _keys, _nan_width, _shape3
+from .gathers import assemble, gather, is_whole, range_gather, region_slices, scatter
+from .movebits import UINT_BY_SIZE, dtype_has_nan, nan_key_width, part_bits, read_only, sort_keys, split_shape
 from .views import read
 
 __all__ = ["DIRECT", "PREPARED"]
@@ -59,7 +59,7 @@ def _start(dt: Dtype, layout: Layout) -> int:
 
 def _frozen_view(shape: tuple[int, ...], t: np.dtype[Any], a: Array, start: int) -> NDArray:
     """A read-only view of ``a``'s bytes from ``start`` (in its buffer) as
-    ``shape`` of ``t``: what ``_split`` gives a contiguous operand."""
+    ``shape`` of ``t``: what ``split_operand`` gives a contiguous operand."""
     buf = a.buffer
     view = _ndarray(shape, t, buf.memory.host_bytes, buf.offset + start)
     view.flags.writeable = False
@@ -82,17 +82,17 @@ def prepare_gather(spec: S.Gather, dsts: Signature, operands: Signature) -> Hook
     (i_dt, i_lay), (_, x_lay) = operands
     if not _plain(*dsts, *operands):
         return gather
-    outer, n, inner = _shape3(i_lay.shape, spec.axis)
+    outer, n, inner = split_shape(i_lay.shape, spec.axis)
     d = x_lay.shape[spec.axis]
-    t = np.dtype(_UINT[dt.itemsize])
+    t = np.dtype(UINT_BY_SIZE[dt.itemsize])
     i0, x0, d0 = _start(i_dt, i_lay), _start(dt, x_lay), _start(dt, d_lay)
     if inner != 1:
         shapes = (outer, n, inner), (outer, d, inner)
 
         def rows3(sp: S.Gather, ds: Sequence[Array], ops: Sequence[Array]) -> None:
-            G._gather_loop(_frozen_view(shapes[1], t, ops[1], x0),
-                           _frozen_view(shapes[0], _INT64, ops[0], i0),
-                           _view(shapes[0], t, ds[0], d0))
+            G.gather_loop(_frozen_view(shapes[1], t, ops[1], x0),
+                          _frozen_view(shapes[0], _INT64, ops[0], i0),
+                          _view(shapes[0], t, ds[0], d0))
 
         return rows3
     at, of = (outer, n), (outer, d)
@@ -102,8 +102,8 @@ def prepare_gather(spec: S.Gather, dsts: Signature, operands: Signature) -> Hook
         if elements >= pool.MIN_PARALLEL:
             gather(sp, ds, ops)
             return
-        G._gather_rows(_frozen_view(of, t, ops[1], x0), _frozen_view(at, _INT64, ops[0], i0),
-                       _view(at, t, ds[0], d0))
+        G.gather_rows(_frozen_view(of, t, ops[1], x0), _frozen_view(at, _INT64, ops[0], i0),
+                      _view(at, t, ds[0], d0))
 
     return rows
 
@@ -114,15 +114,15 @@ def prepare_range_gather(spec: S.RangeGather, dsts: Signature, operands: Signatu
     (s_dt, s_lay), (_, x_lay) = operands
     if not _plain(*dsts, *operands):
         return range_gather
-    outer, n, inner = _shape3(s_lay.shape, spec.axis)
+    outer, n, inner = split_shape(s_lay.shape, spec.axis)
     at, of = (outer, n, inner), (outer, x_lay.shape[spec.axis], inner)
     into = (outer, n, spec.run, inner)
-    t = np.dtype(_UINT[dt.itemsize])
+    t = np.dtype(UINT_BY_SIZE[dt.itemsize])
     s0, x0, d0 = _start(s_dt, s_lay), _start(dt, x_lay), _start(dt, d_lay)
 
     def runs(sp: S.RangeGather, ds: Sequence[Array], ops: Sequence[Array]) -> None:
-        G._range_gather_loop(_frozen_view(of, t, ops[1], x0),
-                             _frozen_view(at, _INT64, ops[0], s0), _view(into, t, ds[0], d0))
+        G.range_gather_loop(_frozen_view(of, t, ops[1], x0),
+                            _frozen_view(at, _INT64, ops[0], s0), _view(into, t, ds[0], d0))
 
     return runs
 
@@ -136,11 +136,11 @@ def prepare_scatter(spec: S.Scatter, dsts: Signature, operands: Signature) -> Ho
     add = spec.combine is S.Combine.ADD
     if not _plain(*dsts, *operands) or (add and dt.kind is Kind.FLOAT and dt.bits < 32):
         return scatter
-    outer, n, inner = _shape3(i_lay.shape, spec.axis)
+    outer, n, inner = split_shape(i_lay.shape, spec.axis)
     d = d_lay.shape[spec.axis]
     if add and inner != 1:
         return scatter
-    bits = np.dtype(_UINT[dt.itemsize])
+    bits = np.dtype(UINT_BY_SIZE[dt.itemsize])
     # Add sums floats as their values, integers on their bits (``_scatter_add``).
     t = dt.numpy_dtype if add and dt.kind is Kind.FLOAT else bits
     zero, whole = t.type(0), (np.int64(0), np.int64(d))
@@ -166,8 +166,8 @@ def prepare_scatter(spec: S.Scatter, dsts: Signature, operands: Signature) -> Ho
     if not add:
         def set_rows(sp: S.Scatter, ds: Sequence[Array], ops: Sequence[Array]) -> None:
             start(ds, ops)
-            G._scatter_set_loop(_view(of, bits, ds[0], d0), _frozen_view(at, _INT64, ops[1], i0),
-                                _frozen_view(at, bits, ops[2], u0))
+            G.scatter_set_loop(_view(of, bits, ds[0], d0), _frozen_view(at, _INT64, ops[1], i0),
+                               _frozen_view(at, bits, ops[2], u0))
 
         return set_rows
     at2, of2 = (outer, n), (outer, d)
@@ -177,8 +177,8 @@ def prepare_scatter(spec: S.Scatter, dsts: Signature, operands: Signature) -> Ho
             scatter(sp, ds, ops)
             return
         start(ds, ops)
-        G._scatter_add_rows(_view(of2, t, ds[0], d0), _frozen_view(at2, _INT64, ops[1], i0),
-                            _frozen_view(at2, t, ops[2], u0), zero, *whole)
+        G.scatter_add_rows(_view(of2, t, ds[0], d0), _frozen_view(at2, _INT64, ops[1], i0),
+                           _frozen_view(at2, t, ops[2], u0), zero, *whole)
 
     return add_rows
 
@@ -191,32 +191,32 @@ def _prepared_extreme(spec: S.Scatter, dt: Dtype,
     """``prepare_scatter``'s Max and Min (``_scatter_extreme`` on views made
     straight): each array's (shape, first byte), index and dst split as
     ``[outer, ·, inner]``."""
-    values, bits = dt.numpy_dtype, np.dtype(_UINT[dt.itemsize])
-    axis, maximum, has_nan = spec.axis, spec.combine is S.Combine.MAX, _has_nan(dt)
-    nan_width, boolean = _nan_width(dt), dt.kind is Kind.BOOLEAN
+    values, bits = dt.numpy_dtype, np.dtype(UINT_BY_SIZE[dt.itemsize])
+    axis, maximum, has_nan = spec.axis, spec.combine is S.Combine.MAX, dtype_has_nan(dt)
+    nan_width, boolean = nan_key_width(dt), dt.kind is Kind.BOOLEAN
     (into_shape, into0), (u_shape, u0), (at, i0), (of, d0) = into, updates, index, dst
-    u_split = _shape3(u_shape, axis)
+    u_split = split_shape(u_shape, axis)
     # One order key per element (no complex dtype here), of the bits' type:
-    # the second keys ``_key_pair`` gives are zeros, the updates' a read-only
+    # the second keys ``key_pair`` gives are zeros, the updates' a read-only
     # broadcast (made once), the running extremes' fresh zeros.
     nan_key, upd2 = bits.type((1 << nan_width) - 1), np.broadcast_to(bits.type(0), u_split)
 
     def extreme(sp: S.Scatter, ds: Sequence[Array], ops: Sequence[Array]) -> None:
         start(ds, ops)
-        (into_keys,) = _keys(dt, _frozen_view(into_shape, values, ops[0], into0))
+        (into_keys,) = sort_keys(dt, _frozen_view(into_shape, values, ops[0], into0))
         cur1, cur2 = np.array(np.reshape(into_keys, of)), np.zeros(of, bits)
-        (upd_keys,) = _keys(dt, _frozen_view(u_shape, values, ops[2], u0))
-        upd1 = _frozen(np.reshape(upd_keys, u_split))
+        (upd_keys,) = sort_keys(dt, _frozen_view(u_shape, values, ops[2], u0))
+        upd1 = read_only(np.reshape(upd_keys, u_split))
         winner = np.full(of, -2, np.int64)
-        G._scatter_extreme_loop(cur1, cur2, _frozen_view(at, _INT64, ops[1], i0), upd1, upd2,
-                                winner, maximum, has_nan, nan_key)
+        G.scatter_extreme_loop(cur1, cur2, _frozen_view(at, _INT64, ops[1], i0), upd1, upd2,
+                               winner, maximum, has_nan, nan_key)
         out = _view(of, bits, ds[0], d0)
         if boolean:
             # Or and And: a reached position holds its winner's key (0 or 1).
             reached = winner >= -1
             out[reached] = cur1[reached].astype(np.uint8)
             return
-        G._take_winners_loop(out, _frozen_view(u_split, bits, ops[2], u0), winner)
+        G.take_winners_loop(out, _frozen_view(u_split, bits, ops[2], u0), winner)
 
     return extreme
 
@@ -226,16 +226,16 @@ def prepare_assemble(spec: S.Assemble, dsts: Signature, operands: Signature) -> 
     (dt, d_lay), = dsts
     if not _plain(*dsts) or dt.kind is Kind.COMPLEX or any(p.is_sub_byte for p, _ in operands):
         return assemble
-    t = np.dtype(_UINT[dt.itemsize])
-    whole = [i for i, region in enumerate(spec.regions) if _is_whole(region, spec.shape)]
+    t = np.dtype(UINT_BY_SIZE[dt.itemsize])
+    whole = [i for i, region in enumerate(spec.regions) if is_whole(region, spec.shape)]
     first = whole[-1] if whole else 0
-    fill = None if whole else _bits(np.asarray(element(dt, spec.fill)))[0]
+    fill = None if whole else part_bits(np.asarray(element(dt, spec.fill)))[0]
     d0 = _start(dt, d_lay)
     # Each piece from ``first`` that holds an element: its place in the
     # operands, its slices, and whether it may be dst itself over the whole
     # result in order (then, where it is, its bits are there already).
-    pieces = [(k, _slices(region), lay == d_lay and all(r.start == 0 and r.step == 1
-                                                        for r in region))
+    pieces = [(k, region_slices(region), lay == d_lay and all(r.start == 0 and r.step == 1
+                                                              for r in region))
               for k, ((_, lay), region) in enumerate(zip(operands, spec.regions, strict=True))
               if k >= first and lay.numel > 0]
     shape = spec.shape

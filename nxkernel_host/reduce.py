@@ -38,7 +38,7 @@ from .rowterms import (
     wrap_int,
 )
 
-__all__ = ["CHUNK", "lane_sum", "prepare_reduce", "reduce"]
+__all__ = ["CHUNK", "extremum_keys", "lane_sum", "prepare_reduce", "reduce"]
 
 Arr = npt.NDArray[Any]
 
@@ -224,7 +224,7 @@ def _complex_keys(rows: Arr, is_max: bool) -> Arr:
     return rank.reshape(rows.shape)
 
 
-def _keys(rows: Arr, term: Dtype, is_max: bool) -> Arr:
+def extremum_keys(rows: Arr, term: Dtype, is_max: bool) -> Arr:
     """Keys ordering the terms as Maximum and Minimum do, equal exactly where
     Arg's "same bits" holds: values for integers, truth for booleans, total
     order keys for floats with every NaN above all (Max) or below all (Min)."""
@@ -265,7 +265,7 @@ def _positions(rows: Arr, term: Dtype, is_max: bool) -> Arr:
         if r == 1 and pool.parts_for(2, n) > 1:
             return _split_positions(c, is_max)
         return _float_positions(c, is_max)
-    keys = _keys(rows, term, is_max)
+    keys = extremum_keys(rows, term, is_max)
     found: Arr = np.argmax(keys, axis=1) if is_max else np.argmin(keys, axis=1)
     return found
 
@@ -284,7 +284,7 @@ def _split_positions(c: Arr, is_max: bool) -> Arr:
 
     pool.parallel([functools.partial(work, i) for i in range(len(spans))])
     cand = np.array(found)
-    keys = _keys(c[:, cand], D.float32 if c.dtype == np.float32 else D.float64, is_max)[0]
+    keys = extremum_keys(c[:, cand], D.float32 if c.dtype == np.float32 else D.float64, is_max)[0]
     return np.array([cand[np.argmax(keys) if is_max else np.argmin(keys)]])
 
 
@@ -388,7 +388,7 @@ def _results(red: S.Reduction, term: Dtype, dt: Dtype, terms: Terms) -> list[Arr
     pos = _positions(rows, term, is_max)
     value: Arr
     if term.is_bool:
-        truth = _keys(rows, term, is_max)
+        truth = extremum_keys(rows, term, is_max)
         value = np.asarray(truth.any(axis=1) if is_max else truth.all(axis=1))
     else:
         value = rows[np.arange(rows.shape[0]), pos]

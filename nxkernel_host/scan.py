@@ -23,7 +23,7 @@ from . import network as N
 from . import smallrows, views
 from .family import Hook
 from .moments import moments_scan
-from .reduce import _keys
+from .reduce import extremum_keys
 from .rowterms import (
     Outputs,
     canonical_nans,
@@ -162,9 +162,9 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
         return [round_float(dt, mean), round_float(dt, var)]
     is_max = red is S.Monoid.MAX or (isinstance(red, S.Arg) and red.extreme is S.Extreme.MAX)
     if carry is None:
-        pos = _running_positions(_keys(rows, term, is_max), is_max)
+        pos = _running_positions(extremum_keys(rows, term, is_max), is_max)
         if term.is_bool:
-            truth = _keys(rows, term, is_max)
+            truth = extremum_keys(rows, term, is_max)
             value = (np.logical_or.accumulate(truth, axis=1) if is_max
                      else np.logical_and.accumulate(truth, axis=1))
         else:
@@ -177,9 +177,9 @@ def _scan_rows(red: S.Reduction, term: Dtype, dt: Dtype, rows: Arr, carry: Arr |
     # A Max or Min scan after a carry: the carry (in the carrier) is state 0.
     src = _with_carry(carry, float_terms(rows, term) if term.is_float else rows,
                       ccar.numpy_dtype)
-    pos = _running_positions(_keys(src, ccar, is_max), is_max)
+    pos = _running_positions(extremum_keys(src, ccar, is_max), is_max)
     if term.is_bool:
-        truth = _keys(src, ccar, is_max)
+        truth = extremum_keys(src, ccar, is_max)
         value = (np.logical_or.accumulate(truth, axis=1) if is_max
                  else np.logical_and.accumulate(truth, axis=1))
         return [value[:, 1:]]

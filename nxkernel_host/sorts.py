@@ -1,5 +1,5 @@
 """The host library's sort and numbering hooks: stable sorts and binary
-searches of order keys (``movebits._keys``), for a call that fits, the door
+searches of order keys (``movebits.sort_keys``), for a call that fits, the door
 passed.
 """
 
@@ -16,8 +16,17 @@ from nxkernel_core import dtype as D
 from nxkernel_core import spec as S
 from nxkernel_core.array import Array
 
-from .gathers import _gather_loop
-from .movebits import _bits, _c_ordered, _frozen, _key_pair, _keys, _Loop, _split_out, _written
+from .gathers import gather_loop
+from .movebits import (
+    Loop,
+    c_ordered,
+    key_pair,
+    part_bits,
+    read_only,
+    sort_keys,
+    split_destination,
+    written_bits,
+)
 from .views import read, target
 
 __all__ = ["RADIX_MIN", "TOP_K_FRACTION", "numbering", "sort"]
@@ -40,7 +49,7 @@ TOP_K_FRACTION: Final = 0.25
 # first out.shape[1] positions of row r in sorted order.
 
 
-@_Loop
+@Loop
 def _radix32_loop(keys: NDArray, out: NDArray) -> None:
     """Rows of 32-bit keys, each key packed above its position in one uint64 so a
     pass moves 8 bytes an element."""
@@ -78,7 +87,7 @@ def _radix32_loop(keys: NDArray, out: NDArray) -> None:
             out[r, i] = np.int64(a[i] & low)
 
 
-@_Loop
+@Loop
 def _radix64_loop(keys: NDArray, out: NDArray) -> None:
     """Rows of 64-bit keys, moved beside their positions."""
     rows, n = keys.shape
@@ -119,7 +128,7 @@ def _radix64_loop(keys: NDArray, out: NDArray) -> None:
             out[r, i] = pa[i]
 
 
-@_Loop
+@Loop
 def _choose_loop(keys: NDArray, kth: NDArray, out: NDArray) -> None:
     """In increasing position, the positions of each row's keys below its kth
     key, then of as many of its equals as fill the row of out."""
@@ -142,7 +151,7 @@ def _choose_loop(keys: NDArray, kth: NDArray, out: NDArray) -> None:
                 j += 1
 
 
-@_Loop
+@Loop
 def _numbering_loop(keys1: NDArray, keys2: NDArray, x1: NDArray, x2: NDArray, right: bool,
                     out: NDArray) -> None:
     rows, m = keys1.shape
@@ -190,7 +199,7 @@ def _argsort(key: NDArray, take: int) -> NDArray:
 def _take_rows(a: NDArray, order: NDArray) -> NDArray:
     """``a[r, order[r, j]]`` at each ``[r, j]``: positions in range, rows along axis 1."""
     out = np.empty(order.shape, a.dtype)
-    _gather_loop(_frozen(a[..., None]), _frozen(order[..., None]), out[..., None])
+    gather_loop(read_only(a[..., None]), read_only(order[..., None]), out[..., None])
     return out
 
 
@@ -238,7 +247,7 @@ def sort(spec: S.Sort, dsts: Sequence[Array], operands: Sequence[Array]) -> None
     lead = x.shape[:axis] + x.shape[axis + 1:]
     rows = math.prod(lead)
     v = read(x)
-    keys = [np.moveaxis(key, axis, -1).reshape(rows, n) for key in _keys(x.dtype, v)]
+    keys = [np.moveaxis(key, axis, -1).reshape(rows, n) for key in sort_keys(x.dtype, v)]
     if x.dtype is D.complex64:
         # One 64-bit key sorts in one pass: real key high, imaginary low.
         re, im = keys
@@ -255,8 +264,8 @@ def sort(spec: S.Sort, dsts: Sequence[Array], operands: Sequence[Array]) -> None
     pos = target(positions)
     assert pos is not None
     pos[...] = back(order)
-    with _written(values) as outs:
-        for out, src in zip(outs, _bits(v), strict=True):
+    with written_bits(values) as outs:
+        for out, src in zip(outs, part_bits(v), strict=True):
             rows_src = np.moveaxis(src, axis, -1).reshape(rows, n)
             out[...] = back(_take_rows(rows_src, order))
 
@@ -273,10 +282,10 @@ def numbering(spec: S.Numbering, dsts: Sequence[Array], operands: Sequence[Array
     promised ascending in that order. Destination: int64."""
     (dst,), (keys, x) = dsts, operands
     last = x.rank - 1
-    k1, k2 = _key_pair(keys.dtype, read(keys), last)
-    x1, x2 = _key_pair(x.dtype, read(x), last)
+    k1, k2 = key_pair(keys.dtype, read(keys), last)
+    x1, x2 = key_pair(x.dtype, read(x), last)
     view = target(dst)
     assert view is not None
-    with _c_ordered(view) as out:
+    with c_ordered(view) as out:
         _numbering_loop(k1[..., 0], k2[..., 0], x1[..., 0], x2[..., 0],
-                        spec.side is S.Side.RIGHT, _split_out(out, last)[..., 0])
+                        spec.side is S.Side.RIGHT, split_destination(out, last)[..., 0])

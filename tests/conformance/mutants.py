@@ -91,7 +91,7 @@ def _split_later_wins(mp: pytest.MonkeyPatch) -> None:
         n = c.shape[1]
         spans = P.spans(n, max(2, P.parts_for(n, n)))
         cand = np.array([a + int(R._float_positions(c[:, a:b], is_max)[0]) for a, b in spans])
-        keys = R._keys(c[:, cand], D.float32 if c.dtype == np.float32 else D.float64, is_max)[0]
+        keys = R.extremum_keys(c[:, cand], D.float32 if c.dtype == np.float32 else D.float64, is_max)[0]
         # The later span's winner kept on a tie.
         best = keys.max() if is_max else keys.min()
         return np.array([cand[np.flatnonzero(keys == best)[-1]]])
@@ -353,17 +353,17 @@ def _scatter_set_first_wins(mp: pytest.MonkeyPatch) -> None:
                     if 0 <= p < d:
                         dst[o, p, k] = updates[o, i, k]
 
-    mp.setattr(G, "_scatter_set_loop", loop)
+    mp.setattr(G, "scatter_set_loop", loop)
 
 
 def _scatter_min_loses_nan(mp: pytest.MonkeyPatch) -> None:
-    real = G._scatter_extreme_loop
+    real = G.scatter_extreme_loop
 
     def loop(cur1: Arr, cur2: Arr, index: Arr, upd1: Arr, upd2: Arr, winner: Arr, maximum: bool,
              has_nan: bool, nan_key: Any) -> None:
         real(cur1, cur2, index, upd1, upd2, winner, maximum, False, nan_key)
 
-    mp.setattr(G, "_scatter_extreme_loop", loop)
+    mp.setattr(G, "scatter_extreme_loop", loop)
 
 
 def _gather_clamps(mp: pytest.MonkeyPatch) -> None:
@@ -375,7 +375,7 @@ def _gather_clamps(mp: pytest.MonkeyPatch) -> None:
         p = np.clip(index, 0, d - 1)
         out[...] = np.take_along_axis(x, p, axis=1)
 
-    mp.setattr(G, "_gather_loop", loop)
+    mp.setattr(G, "gather_loop", loop)
 
 
 def _range_gather_clamps(mp: pytest.MonkeyPatch) -> None:
@@ -388,7 +388,7 @@ def _range_gather_clamps(mp: pytest.MonkeyPatch) -> None:
             p = np.clip(starts + j, 0, d - 1)
             out[:, :, j, :] = np.take_along_axis(x, p, axis=1)
 
-    mp.setattr(G, "_range_gather_loop", loop)
+    mp.setattr(G, "range_gather_loop", loop)
 
 
 def _sort_descending_reversed(mp: pytest.MonkeyPatch) -> None:
