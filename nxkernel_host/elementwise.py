@@ -272,7 +272,7 @@ def _ulps_prose(dtype: str) -> str:
     if dtype != "float64":
         how = f"float64 by {how}, rounded once"
     if dtype == "float32":
-        how += (" but Exp and Tanh, computed in float32 arithmetic by vectorised Numba loops of "
+        how += (" but Exp, Tanh and Erf, computed in float32 arithmetic by vectorised Numba loops of "
                 "the library's own, within 1 ulp of the correctly rounded value")
     return f"computed in {how}; ulps from the exactly rounded result: {kinds}."
 
@@ -280,7 +280,7 @@ def _ulps_prose(dtype: str) -> str:
 ALGORITHMS: Final = {
     "map float64 ulps": _ulps_prose("float64"),
     "map float32 ulps": _ulps_prose("float32") + " float16, bfloat16 and float8/float4 "
-    "compute the float64 value (Exp and Tanh too) and round it once into their format, "
+    "compute the float64 value (Exp, Tanh and Erf too) and round it once into their format, "
     "within 1 ulp.",
     "complex kinds": "the reference's bits but for NaN parts' bits: Mul the textbook product, "
     "unfused (each part within 2u normwise); Fdiv and Recip Smith's division with NumPy's "

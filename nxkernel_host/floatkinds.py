@@ -2,9 +2,9 @@
 NumPy's ufuncs in the compute type, transcendentals in float64 rounded
 once (by NumPy's ufuncs; Exp, Tanh and Erf, and the float32 path of the
 three, by the vectorised loops of ``simdfloat64``, ``simdfloat32`` and
-``simderf``) but Exp and Tanh of float32, computed in float32 arithmetic by
-``simdfloat32``, complex kinds as the
-reference fixes them.
+``simderf``) but Exp, Tanh and Erf of float32, computed in float32
+arithmetic by ``simdfloat32`` and ``simderf``, complex kinds as the reference
+fixes them.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ _SIMD32: Final[dict[Unary, Callable[..., Arr]]] = {
 #: correctly rounded value, 16 lanes on AVX-512); the narrow floats keep the
 #: float32 path's float64 value, rounded once into their format.
 _FLOAT32: Final[dict[Unary, Callable[..., Arr]]] = {
-    Unary.EXP: simdfloat32.expf, Unary.TANH: simdfloat32.tanhf,
+    Unary.EXP: simdfloat32.expf, Unary.TANH: simdfloat32.tanhf, Unary.ERF: simderf.erff,
 }
 _EXACT_UNARY: Final[dict[Unary, np.ufunc]] = {
     Unary.SQRT: np.sqrt, Unary.RECIP: np.reciprocal, Unary.FLOOR: np.floor,

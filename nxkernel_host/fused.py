@@ -66,13 +66,15 @@ _BINARY: Final[dict[Binary, str]] = {
 #: The transcendentals with a compiled twin per dtype: the kind's function
 #: of one element, computed in float64 and rounded once.
 _TWIN: Final[dict[tuple[Unary, str], str]] = {
-    (Unary.ERF, "float32"): "simderf.erf32_one", (Unary.ERF, "float64"): "simderf.erf_one",
+    (Unary.ERF, "float64"): "simderf.erf_one",
     (Unary.EXP, "float64"): "simdfloat64.exp64_one",
     (Unary.TANH, "float64"): "simdfloat64.tanh64_one",
 }
-#: Those computed in float32 arithmetic (``simdfloat32.expf``, ``tanhf``).
+#: Those computed in float32 arithmetic (``simdfloat32.expf``, ``tanhf``,
+#: ``simderf.erff``).
 _TWIN32: Final[dict[Unary, str]] = {Unary.EXP: "simdfloat32.expf_one",
-                                    Unary.TANH: "simdfloat32.tanhf_one"}
+                                    Unary.TANH: "simdfloat32.tanhf_one",
+                                    Unary.ERF: "simderf.erff_one"}
 #: Float64 Exp, and its function for arguments whose results are normal and
 #: finite (``_chunked``).
 _EXP64: Final = _TWIN[Unary.EXP, "float64"]

@@ -23,8 +23,8 @@ are tested against bit for bit:
   (Exp, Tanh and Erf, and the float32 path of the three, by the vectorised
   loops of ``simdfloat64``, ``simdfloat32`` and ``simderf``; Sin, Cos and
   Tan of |x| >= 2^20 by the Payne–Hanek reduction of ``trig``) and round
-  once into their dtype, but Exp and Tanh of float32, computed in float32
-  arithmetic (``simdfloat32.expf``, ``tanhf``);
+  once into their dtype, but Exp, Tanh and Erf of float32, computed in
+  float32 arithmetic (``simdfloat32.expf``, ``tanhf``, ``simderf.erff``);
   ``ULPS`` states their bounds, within upstream §3's table. C99 Annex F's
   special values hold exactly, and where Annex F fixes a result it wins over
   the NaN rule: pow(x, ±0) = pow(1, y) = 1, a NaN operand included.
@@ -93,11 +93,12 @@ __all__ = ["ULPS", "Impl", "const_value", "fma_float", "fma_int", "op1", "op2", 
 #: arguments, and ``simdfloat64``'s Exp and Tanh and ``simderf``'s Erf (each within 1 ulp of the
 #: exactly rounded value); float32 rounds once a float64 value far within a
 #: float32 ulp of the exact one (NumPy's float64, or ``simderf``'s float32
-#: path of Erf, to about 2^-35), so it lies within an ulp, Exp and Tanh of
-#: float32 (in float32 arithmetic) are within an ulp of the correctly rounded
-#: value (Tanh swept over every float32 of [-10, 10], beyond which it rounds
-#: to ±1), and the narrower floats, which round the float64 value of the
-#: float32 path once into their format, within an ulp of theirs.
+#: path of Erf, to about 2^-35), so it lies within an ulp, Exp, Tanh and Erf
+#: of float32 (in float32 arithmetic) are within an ulp of the correctly
+#: rounded value (Tanh swept over every float32 of [-10, 10] and Erf over
+#: every one of [-4, 4], beyond which they round to ±1), and the narrower
+#: floats, which round the float64 value of the float32 path once into their
+#: format, within an ulp of theirs.
 _INEXACT: Final = (*(k.name.lower() for k in sorted(TRANSCENDENTAL, key=lambda k: k.value)),
                    "pow", "atan2")
 ULPS: Final[Mapping[str, Mapping[str, int]]] = {

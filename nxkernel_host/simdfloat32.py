@@ -58,7 +58,7 @@ from numba import njit
 
 from .simdbase import exp_short, fma, fmaf, over_array, wide_vectors
 
-__all__ = ["exp32", "expf", "expf_one", "tanh32", "tanhf", "tanhf_one"]
+__all__ = ["exp32", "expf", "expf_one", "expm1f_parts", "pow2f", "tanh32", "tanhf", "tanhf_one"]
 
 Arr = npt.NDArray[Any]
 
@@ -133,7 +133,7 @@ _TANH_BIAS: Final = np.int32(128) - _SHIFTF_BITS
 
 
 @njit(inline="always")
-def _expm1f_parts(c: np.float32) -> tuple[np.int32, np.float32]:  # pragma: no cover - compiled
+def expm1f_parts(c: np.float32) -> tuple[np.int32, np.float32]:  # pragma: no cover - compiled
     """``(k, m)`` with e^c = 2^k·(1 + m), k = round(c/ln2), m = e^r − 1 for
     r = c − k·ln2 (two-part ln2), for float32 |c| <= 110; a NaN c makes m a
     NaN (k is read from bits, never converted)."""
@@ -147,7 +147,7 @@ def _expm1f_parts(c: np.float32) -> tuple[np.int32, np.float32]:  # pragma: no c
 
 
 @njit(inline="always")
-def _pow2f(k: np.int32) -> np.float32:  # pragma: no cover - compiled
+def pow2f(k: np.int32) -> np.float32:  # pragma: no cover - compiled
     """2^k for -126 <= k <= 127, from its exponent bits."""
     return np.int32((k + _BIASF) << _W23).view(np.float32)
 
@@ -161,10 +161,10 @@ def expf_one(x: np.float32) -> np.float32:  # pragma: no cover - compiled
     ulp of the correctly rounded value."""
     c = _F32(89.0) if x > _F32(89.0) else x
     c = _F32(-104.0) if c < _F32(-104.0) else c
-    k, m = _expm1f_parts(c)
+    k, m = expm1f_parts(c)
     k1 = k >> np.int32(1)
-    s1 = _pow2f(k - k1)
-    return fmaf(s1, m, s1) * _pow2f(k1)
+    s1 = pow2f(k - k1)
+    return fmaf(s1, m, s1) * pow2f(k1)
 
 
 @njit(inline="always")

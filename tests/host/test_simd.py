@@ -27,17 +27,18 @@ _CTX = mpmath.MPContext()
 _CTX.prec = 100
 _EXACT: dict[str, Callable[[Any], Any]] = {"exp": _CTX.exp, "tanh": _CTX.tanh, "erf": _CTX.erf}
 #: Each kind's function per dtype: the float32 path's three (the narrow
-#: floats' value), Exp and Tanh of float32 in float32 arithmetic (``expf``,
-#: ``tanhf``: the float32 kinds'), the float64 kinds.
+#: floats' value), Exp, Tanh and Erf of float32 in float32 arithmetic
+#: (``expf``, ``tanhf``, ``erff``: the float32 kinds'), the float64 kinds.
 _KERNEL: dict[tuple[str, str], Callable[..., Arr]] = {
     ("exp", "float32"): simdfloat32.exp32, ("tanh", "float32"): simdfloat32.tanh32,
     ("erf", "float32"): simderf.erf32, ("erf", "float64"): simderf.erf,
     ("exp", "float64"): simdfloat64.exp64, ("tanh", "float64"): simdfloat64.tanh64,
-    ("expf", "float32"): simdfloat32.expf, ("tanhf", "float32"): simdfloat32.tanhf}
+    ("expf", "float32"): simdfloat32.expf, ("tanhf", "float32"): simdfloat32.tanhf,
+    ("erff", "float32"): simderf.erff}
 #: The bound of each float64 function in ulps from the correctly rounded value.
 _BOUNDS = {"erf": simderf.ULPS, "exp": simdfloat64.ULPS, "tanh": simdfloat64.ULPS}
 #: The kind each function computes.
-_BASE = {"expf": "exp", "tanhf": "tanh"}
+_BASE = {"expf": "exp", "tanhf": "tanh", "erff": "erf"}
 _CASES = sorted(_KERNEL)
 _DTYPES = {"float64": D.float64, "float32": D.float32}
 _TWO1074 = _CTX.mpf(2) ** 1074
@@ -176,10 +177,11 @@ def test_exp64_bits_whatever_its_neighbours() -> None:
 
 def _within_an_ulp(kind: str, x: Arr) -> None:
     """``kind``'s float32 function of every element of ``x`` within 1 ulp of
-    the correctly rounded value: NumPy's float64 rounded, and mpmath's where
-    the two differ by more."""
+    the correctly rounded value: the float64 function (NumPy's, or
+    ``simderf.erf``, within an ulp) rounded, and mpmath's where the two differ
+    by more."""
     base = _BASE[kind]
-    ref = np.exp if base == "exp" else np.tanh
+    ref = {"exp": np.exp, "tanh": np.tanh, "erf": simderf.erf}[base]
     with np.errstate(all="ignore"):
         got = _KERNEL[kind, "float32"](x)
         near = ref(x.astype(np.float64)).astype(np.float32)
@@ -202,13 +204,27 @@ def test_tanhf_within_an_ulp_over_many_arguments() -> None:
     _within_an_ulp("tanhf", np.concatenate([x, -x]))
 
 
+def test_erff_within_an_ulp_over_many_arguments() -> None:
+    """Erf of float32 within 1 ulp of the correctly rounded value at 2^18
+    float32 drawn evenly by their bits from [-4, 4] (subnormals to where erf
+    rounds to ±1), and 2^16 about the branches' meeting at |x| = 1."""
+    rng = np.random.default_rng(184)
+    top = int(np.float32(4.0).view(np.uint32))
+    bits = rng.integers(0, top, 1 << 18, dtype=np.uint32)
+    near = np.float32(1.0).view(np.uint32) + rng.integers(-1 << 15, 1 << 15, 1 << 16)
+    x = np.concatenate([bits, near.astype(np.uint32)]).view(np.float32)
+    _within_an_ulp("erff", np.concatenate([x, -x]))
+
+
 @sweep
 @pytest.mark.parametrize(("kind", "lo", "hi", "stride"),
-                         [("expf", -104.0, 89.0, 5), ("tanhf", -10.0, 10.0, 1)])
+                         [("expf", -104.0, 89.0, 5), ("tanhf", -10.0, 10.0, 1),
+                          ("erff", -4.0, 4.0, 1)])
 def test_float32_kinds_swept(kind: str, lo: float, hi: float, stride: int) -> None:
     """Every ``stride``-th float32 of [lo, hi] (every one beyond rounds to a
     limit the special values cover) within 1 ulp of the correctly rounded
-    value (``_within_an_ulp``): Tanh at every float32 of [-10, 10]."""
+    value (``_within_an_ulp``): Tanh at every float32 of [-10, 10], Erf of
+    [-4, 4]."""
     ranges = [(0, int(np.float32(hi).view(np.uint32))),
               (0x80000000, 0x80000000 + int(np.float32(-lo).view(np.uint32)))]
     step = stride << 22
