@@ -181,7 +181,7 @@ def _within_an_ulp(kind: str, x: Arr) -> None:
     ``simderf.erf``, within an ulp) rounded, and mpmath's where the two differ
     by more."""
     base = _BASE[kind]
-    ref = {"exp": np.exp, "tanh": np.tanh, "erf": simderf.erf}[base]
+    ref: Callable[..., Any] = {"exp": np.exp, "tanh": np.tanh, "erf": simderf.erf}[base]
     with np.errstate(all="ignore"):
         got = _KERNEL[kind, "float32"](x)
         near = ref(x.astype(np.float64)).astype(np.float32)
@@ -192,28 +192,19 @@ def _within_an_ulp(kind: str, x: Arr) -> None:
         assert R.ulps(want, got[i:i + 1], D.float32).max() <= 1, (kind, x[i], got[i])
 
 
-def test_tanhf_within_an_ulp_over_many_arguments() -> None:
-    """Tanh of float32 within 1 ulp of the correctly rounded value at 2^18
-    float32 drawn evenly by their bits from [-10, 10] (subnormals to where
-    tanh rounds to ±1), and 2^16 about the branches' meeting at |x| = 0.75."""
-    rng = np.random.default_rng(183)
-    top = int(np.float32(10.0).view(np.uint32))
-    bits = rng.integers(0, top, 1 << 18, dtype=np.uint32)
-    near = np.float32(0.75).view(np.uint32) + rng.integers(-1 << 15, 1 << 15, 1 << 16)
+@pytest.mark.parametrize(("kind", "top", "meet", "seed"),
+                         [("tanhf", 10.0, 0.75, 183), ("erff", 4.0, 1.0, 184)])
+def test_float32_kinds_within_an_ulp_over_many_arguments(kind: str, top: float, meet: float,
+                                                          seed: int) -> None:
+    """Tanh and Erf of float32 within 1 ulp of the correctly rounded value at
+    2^18 float32 drawn evenly by their bits from [-top, top] (subnormals to
+    where the function rounds to ±1: 10 for Tanh, 4 for Erf), and 2^16 about
+    the meeting of its two branches at |x| = ``meet``."""
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, int(np.float32(top).view(np.uint32)), 1 << 18, dtype=np.uint32)
+    near = np.float32(meet).view(np.uint32) + rng.integers(-1 << 15, 1 << 15, 1 << 16)
     x = np.concatenate([bits, near.astype(np.uint32)]).view(np.float32)
-    _within_an_ulp("tanhf", np.concatenate([x, -x]))
-
-
-def test_erff_within_an_ulp_over_many_arguments() -> None:
-    """Erf of float32 within 1 ulp of the correctly rounded value at 2^18
-    float32 drawn evenly by their bits from [-4, 4] (subnormals to where erf
-    rounds to ±1), and 2^16 about the branches' meeting at |x| = 1."""
-    rng = np.random.default_rng(184)
-    top = int(np.float32(4.0).view(np.uint32))
-    bits = rng.integers(0, top, 1 << 18, dtype=np.uint32)
-    near = np.float32(1.0).view(np.uint32) + rng.integers(-1 << 15, 1 << 15, 1 << 16)
-    x = np.concatenate([bits, near.astype(np.uint32)]).view(np.float32)
-    _within_an_ulp("erff", np.concatenate([x, -x]))
+    _within_an_ulp(kind, np.concatenate([x, -x]))
 
 
 @sweep
