@@ -155,7 +155,9 @@ class Rig:
         self._lost: str | None = None
         self._closed = False
         self._in_use = 0
-        self._lock = threading.Lock()
+        #: Re-entrant: ``Memory.__del__`` takes it, and the garbage collector
+        #: may run that on a thread already holding it (in ``in_use``'s loop).
+        self._lock = threading.RLock()
         #: The rings of pooled buffers, by size (see the module's doc); a
         #: size's ring, once made, stays.
         self._rings: Final[dict[int, deque[Buffer]]] = {}

@@ -80,6 +80,34 @@ def test_lost_device_raises_on_every_later_use() -> None:
         d2.close()
 
 
+@pytest.mark.parametrize("budget", [None, 1 << 20], ids=["plain", "budgeted"])
+def test_a_finalizer_on_a_thread_holding_the_devices_lock_waits_for_nothing(
+        budget: int | None) -> None:
+    """The garbage collector may run a memory's finalizer at any allocation,
+    also inside a block that holds its device's lock (``in_use``'s loop): the
+    finalizer takes the lock again at once (a plain lock waited on itself
+    forever), on the inlined release of a plain device and on ``_release``,
+    and the count is right after."""
+    d = rig.memory_device("mem-finalizer", budget=budget)
+    try:
+        held = [rig.Buffer.create(d, 64)]
+        before = d.in_use
+        finished = threading.Event()
+
+        def drop_inside_the_lock() -> None:
+            with d._lock:
+                held.clear()  # the memory's finalizer runs here, as the collector's would
+            finished.set()
+
+        thread = threading.Thread(target=drop_inside_the_lock, daemon=True)
+        thread.start()
+        thread.join(10)
+        assert finished.is_set(), "a memory's finalizer waited on its device's lock"
+        assert d.in_use == before - 64
+    finally:
+        d.close()
+
+
 def test_consume_kills_every_earlier_buffer() -> None:
     buf = rig.Buffer.create(rig.host, 32)
     view = buf.view(8, 8)

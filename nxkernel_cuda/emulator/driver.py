@@ -53,6 +53,7 @@ import string
 import subprocess
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, final
@@ -496,34 +497,54 @@ class Allocations:
     The table is rebuilt, when the allocations changed, only by :meth:`table`,
     which launches call under the launch lock: a running launch's table lives
     until the next launch.
+
+    Rule: :meth:`remove` takes no lock. It runs from a memory's finalizer,
+    which the garbage collector may start on any thread at any allocation,
+    also on one inside :meth:`table` or :meth:`add` holding the lock (a
+    non-reentrant lock then waits on itself forever; seen in CI, the
+    Array API suite on ``cuda-emu:0`` hanging in ``table``'s ``sorted``). It
+    appends the address to ``_freed`` (atomic), and every locked operation
+    takes the freed addresses out of the spans first: before :meth:`add`
+    records a new allocation, which may reuse a freed address, and before
+    :meth:`table` builds the table a launch checks against.
     """
 
-    __slots__ = ("_dirty", "_lock", "_spans", "_table")
+    __slots__ = ("_dirty", "_freed", "_lock", "_spans", "_table")
 
     def __init__(self) -> None:
         self._spans: dict[int, int] = {}
+        self._freed: deque[int] = deque()
         self._lock = threading.Lock()
         self._table = np.zeros(2, dtype=np.uint64)
         self._dirty = False
 
+    def _forget_freed(self) -> None:
+        """Take the freed addresses out of the spans (under the lock)."""
+        while self._freed:
+            if self._spans.pop(self._freed.popleft(), None) is not None:
+                self._dirty = True
+
     def add(self, address: int, nbytes: int) -> None:
         """Record the allocation of ``nbytes`` at ``address``."""
         with self._lock:
+            self._forget_freed()
             self._spans[address] = address + nbytes
             self._dirty = True
 
     def remove(self, address: int) -> None:
-        """Forget the allocation at ``address`` (freed)."""
-        with self._lock:
-            if self._spans.pop(address, None) is not None:
-                self._dirty = True
+        """Forget the allocation at ``address`` (freed), from the next table on;
+        takes no lock (see the class's rule)."""
+        self._freed.append(address)
 
     def __len__(self) -> int:
-        return len(self._spans)
+        with self._lock:
+            self._forget_freed()
+            return len(self._spans)
 
     def table(self) -> tuple[int, int]:
         """The address of the sorted pairs and their count."""
         with self._lock:
+            self._forget_freed()
             if self._dirty:
                 pairs = sorted(self._spans.items())
                 self._table = np.array(pairs if pairs else [(0, 0)], dtype=np.uint64).reshape(-1)

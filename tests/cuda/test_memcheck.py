@@ -6,6 +6,7 @@ refused before they run, the device unharmed."""
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import threading
 import time
@@ -89,6 +90,37 @@ def test_a_misaligned_or_out_of_bounds_global_access_faults(emu: EmuDevice, offs
     assert emu.lost is not None
     with pytest.raises(Lost):  # lost for good, as after a GPU's sticky error
         out.to_numpy()
+
+
+def _pairs(allocs: driver.Allocations) -> list[int]:
+    """The table a launch checks against, read where ``table`` says it is."""
+    at, count = allocs.table()
+    return list((ctypes.c_uint64 * (2 * count)).from_address(at))
+
+
+def test_a_free_inside_the_tables_lock_waits_for_nothing() -> None:
+    """A memory's finalizer may run while its thread holds the allocation
+    table's lock (the collector, at an allocation in ``table`` or ``add``):
+    ``remove`` takes no lock, the next table leaves the freed allocation out,
+    and an address freed then allocated again is the new allocation."""
+    allocs = driver.Allocations()
+    allocs.add(0x1000, 64)
+    allocs.add(0x2000, 32)
+    finished = threading.Event()
+
+    def free_inside_the_lock() -> None:
+        with allocs._lock:
+            allocs.remove(0x1000)
+        finished.set()
+
+    thread = threading.Thread(target=free_inside_the_lock, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert finished.is_set(), "a free waited on the allocation table's lock"
+    assert _pairs(allocs) == [0x2000, 0x2020]
+    allocs.remove(0x2000)
+    allocs.add(0x2000, 16)
+    assert _pairs(allocs) == [0x2000, 0x2010] and len(allocs) == 1
 
 
 def test_host_memory_and_freed_memory_are_no_allocation(emu: EmuDevice) -> None:
