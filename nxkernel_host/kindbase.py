@@ -28,6 +28,8 @@ Impl = Callable[..., Arr]
 _F32: Final = np.dtype(np.float32)
 F64: Final = np.dtype(np.float64)
 C128: Final = np.dtype(np.complex128)
+#: The unsigned integer of each element width in bytes: the bits views
+#: (``bits_of`` here, ``movebits``' too).
 UINT_BY_SIZE: Final[dict[int, type[np.unsignedinteger[Any]]]] = {
     1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 

@@ -80,7 +80,8 @@ def _lane_chains_intrinsic(typingctx: Any, x: Any, at: Any, count: Any, mean: An
         xp = builder.gep(context.make_array(x_ty)(context, builder, xa).data, [at_])
         acc = cgutils.alloca_once(builder, chains.vty)
         builder.store(chains.splat(1.0 if op == _PROD else 0.0), acc)
-        centre = chains.splat(context.cast(builder, mean_, mean_ty, lanes_ty.dtype))
+        centre = (chains.splat(context.cast(builder, mean_, mean_ty, lanes_ty.dtype))
+                  if op == _SQDEV else None)
 
         def step(where: Any, mask: Any | None) -> None:
             terms = terms_of.load(where, mask)

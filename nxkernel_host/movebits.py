@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Final, Literal, TypeVar, cast, final
+from typing import Any, Literal, TypeVar, cast, final
 
 import numba as nb
 import numpy as np
@@ -30,19 +30,14 @@ from nxkernel_core import dtype as D
 from nxkernel_core.array import Array
 from nxkernel_core.dtype import Dtype, Kind
 
+from .kindbase import UINT_BY_SIZE
 from .views import store, target
 
-__all__ = ["UINT_BY_SIZE", "Loop", "c_ordered", "contiguous_loop", "dtype_has_nan", "element_parts",
+__all__ = ["Loop", "c_ordered", "contiguous_loop", "dtype_has_nan", "element_parts",
            "key_pair", "nan_key_width", "numba_loop", "part_bits", "read_only", "sort_keys",
            "split_destination", "split_operand", "split_shape", "written_bits"]
 
 NDArray = npt.NDArray[Any]
-
-
-#: The unsigned integer of each element width in bytes: the bits views.
-UINT_BY_SIZE: Final[dict[int, type[np.unsignedinteger[Any]]]] = {
-    1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64,
-}
 
 
 # --------------------------------------------------------------------------

@@ -34,7 +34,8 @@ from . import gathers as G
 from . import pool
 from .family import Hook, Prepare
 from .gathers import assemble, gather, is_whole, range_gather, region_slices, scatter
-from .movebits import UINT_BY_SIZE, dtype_has_nan, nan_key_width, part_bits, read_only, sort_keys, split_shape
+from .kindbase import UINT_BY_SIZE
+from .movebits import dtype_has_nan, nan_key_width, part_bits, read_only, sort_keys, split_shape
 from .views import read
 
 __all__ = ["DIRECT", "PREPARED"]

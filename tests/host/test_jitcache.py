@@ -14,8 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import nxkernel_host
 from nxkernel_host import jitcache
 
@@ -91,9 +89,9 @@ def test_no_cache_folder_is_left_alone(tmp_path: Path) -> None:
 
 
 def test_the_package_import_keeps_the_stamp_of_its_sources() -> None:
+    # Finding the folder makes it (Numba's locator), so the import's guard
+    # always found one and kept its stamp there.
     folder = jitcache._cache_folder()
-    if not folder.is_dir():
-        pytest.skip(f"no cache folder {folder} (no bytecode or loop written there yet)")
     kept = (folder / jitcache.STAMP).read_text().strip()
     assert kept == jitcache.stamp(Path(nxkernel_host.__file__).parent, jitcache.settings())
 
