@@ -212,6 +212,44 @@ def test_gather_split_over_threads_reads_the_same_bits(rows: int) -> None:
         assert np.array_equal(dst.to_numpy().view(np.uint64), want), n_threads
 
 
+def take_index(positions: NDArray, shape: tuple[int, ...]) -> Array:
+    """``positions [outer…, n]`` broadcast over the inner axes of ``shape`` (as
+    ``nx.take`` makes its index): every element of a block reads one position."""
+    lifted = positions.reshape(positions.shape + (1,) * (len(shape) - positions.ndim))
+    return Array.from_numpy(lifted).view(Broadcast(shape))
+
+
+@pytest.mark.parametrize("dt", D.all, ids=lambda d: d.name)
+def test_gather_of_whole_blocks_reads_positions_and_zero_bits_outside(dt: Dtype) -> None:
+    # An index the same along the inner axes gathers whole blocks; positions
+    # outside [0, d), as far as the int64 ends, read zero bits.
+    rng = np.random.default_rng(7)
+    x = placed(elements(rng, dt, (2, 6, 3, 5)), dt, "c")
+    positions = rng.integers(-2, 9, (2, 11))
+    positions[:, :2] = [-(2**63), 2**63 - 1]
+    index = take_index(positions, (2, 11, 3, 5))
+    dst = Array.empty(dt, index.shape)
+    assert kernel("gather")(S.Gather(1), [dst], [index, x]) is Answer.DONE
+    assert np.array_equal(raw(dst.to_numpy()), gather_ref(x.to_numpy(), index.to_numpy(), 1))
+
+
+def test_gather_of_whole_blocks_split_over_threads_reads_the_same_bits() -> None:
+    # 24 MiB of 4 KiB blocks: past the size from which the blocks are split.
+    rng = np.random.default_rng(19)
+    d, n, inner = 3000, 6000, 512
+    x = rng.integers(0, 2**64 - 1, (d, inner), dtype=np.uint64, endpoint=True).view(np.float64)
+    positions = rng.integers(-3, d + 3, n)
+    kept = (positions >= 0) & (positions < d)
+    want = np.where(kept[:, None], x.view(np.uint64)[np.where(kept, positions, 0)], np.uint64(0))
+    for n_threads in (1, 2, 3):
+        dst = Array.empty(D.float64, (n, inner))
+        with threads(n_threads):
+            answer = kernel("gather")(S.Gather(0), [dst],
+                                      [take_index(positions, (n, inner)), Array.from_numpy(x)])
+        assert answer is Answer.DONE
+        assert np.array_equal(dst.to_numpy().view(np.uint64), want), n_threads
+
+
 @pytest.mark.parametrize("dt", D.all, ids=lambda d: d.name)
 @EXAMPLES
 @given(data=st.data())
