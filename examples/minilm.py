@@ -15,14 +15,20 @@ tokenizers``), read with ``safetensors.numpy`` and ``tokenizers``. NumPy only
 reads files and builds inputs (token ids, lengths, weight layouts); every
 value computed from an activation is a kernel call:
 
-- ``take`` (gather) for the word, position and token-type embeddings;
+- ``take`` (gather) for the word, position and token-type embeddings, and to
+  move rows between a batch's tokens and its padded sentences;
 - ``reduce`` Moments then ``map`` for each layer norm (eps 1e-12), the
   residual sum fused into both programs so it is never stored;
 - ``contract`` for the projections (weights stored transposed, ``[in, out]``:
-  ``"bti,io->bto"``, the layout the product reads, so no call copies a
+  ``"ti,io->to"``, the layout the product reads, so no call copies a
   weight), the bias added by a ``map`` (fused into the next program where one
   follows);
 - ``attention`` with ``lengths`` for the padded batch (scale 1/√32, no mask);
+
+Every step but attention (and the output projection that reads its result)
+works on a batch's tokens alone, ``[T, 384]`` without padding: a token's
+values do not depend on the others' in those steps, so the padding that
+sentence-transformers computes there is skipped.
 - ``map`` with Erf for the exact GELU;
 - ``reduce`` Sum for mean pooling over the valid tokens (the mask a ``map``),
   then ``reduce`` Sum of squares and a ``map`` for the L2 normalisation.
@@ -74,8 +80,9 @@ MAX_TOKENS: Final = 256
 MIN_COUNT: Final = 1e-9
 #: L2 normalisation divides by at least this norm, as ``torch.nn.functional.normalize``.
 MIN_NORM: Final = 1e-12
-#: Sentences per batch of ``embed``: sorted by length, each batch padded to its
-#: longest (fewer tokens of padding than one batch of all, still large products).
+#: Sentences per batch of ``embed``: sorted by length, each batch's attention
+#: padded to its longest (fewer tokens of padding than one batch of all); its
+#: other steps read the batch's tokens alone.
 BATCH: Final = 16
 
 F32: Final = D.float32
@@ -342,6 +349,17 @@ _TILED: Final[dict[tuple[int, tuple[int, ...]], tuple[Array, Array]]] = {}
 _TILED_MAX: Final = 1024
 
 
+@dataclass(frozen=True)
+class Tokens:
+    """Where a batch's tokens are: ``padded [n, t]``, each position's row among
+    the tokens (a padding position's is 0); ``packed [T]``, each token's
+    position in ``[n * t]``; ``lengths [n]``."""
+
+    padded: Array
+    packed: Array
+    lengths: Array
+
+
 def _tiled(x: Array, shape: Sequence[int]) -> Array:
     """x, whose axes are the last of ``shape`` (a bias ``[d]``), repeated over
     the leading ones: a view (NumPy's broadcasting). Made once per array and
@@ -380,25 +398,31 @@ def _layer_norm(terms: Sequence[Array], gamma: Array, beta: Array) -> Array:
 
 
 def _linear(x: Array, w: Array) -> Array:
-    """``x · w`` for x ``[n, t, in]`` and w ``[in, out]``: one contraction."""
-    return nx.contract("bti,io->bto", x, w)
+    """``x · w`` for x ``[T, in]`` and w ``[in, out]``: one contraction."""
+    return nx.contract("ti,io->to", x, w)
 
 
-def _encoder_layer(x: Array, lay: Layer, lengths: Array, index: int) -> Array:
-    """One BERT layer: self-attention over each sentence's tokens, add and
-    norm, GELU feed-forward, add and norm."""
-    n, t, _ = x.shape
-    (qkv,) = nx.map(_sum_prog(2), _linear(x, lay.qkv_w), _tiled(lay.qkv_b, (n, t, 3 * HIDDEN)))
-    heads = qkv.reshape([n, t, 3, HEADS, HEAD_DIM])
+def _encoder_layer(x: Array, lay: Layer, tokens: Tokens, index: int) -> Array:
+    """One BERT layer over the batch's tokens ``x [T, 384]`` (packed, no
+    padding): self-attention over each sentence's tokens, add and norm, GELU
+    feed-forward, add and norm."""
+    count = x.shape[0]
+    n, t = tokens.padded.shape
+    (qkv,) = nx.map(_sum_prog(2), _linear(x, lay.qkv_w), _tiled(lay.qkv_b, (count, 3 * HIDDEN)))
+    # Attention reads each sentence padded to the longest: the rows it needs,
+    # a padding position taking any row (its keys are past the length, its
+    # query's output never read).
+    heads = nx.take(qkv, tokens.padded, axis=0).reshape([n, t, 3, HEADS, HEAD_DIM])
     # [n, t, head, d] → [n, head, t, d]: views, the kernel reads the strides.
     q, k, v = (heads[:, :, i].view(Permute((0, 2, 1, 3))) for i in range(3))
-    o, _ = nx.attention(q, k, v, scale=1.0 / math.sqrt(HEAD_DIM), lengths=lengths)
+    o, _ = nx.attention(q, k, v, scale=1.0 / math.sqrt(HEAD_DIM), lengths=tokens.lengths)
     # The output projection contracts heads and head dims at once: no transpose is copied.
-    att = nx.contract("bhtd,hdo->bto", o, lay.out_w)
-    shape = (n, t, HIDDEN)
+    att = nx.take(nx.contract("bhtd,hdo->bto", o, lay.out_w).reshape([n * t, HIDDEN]),
+                  tokens.packed, axis=0)
+    shape = (count, HIDDEN)
     h = _layer_norm([att, _tiled(lay.out_b, shape), x], lay.ln1_g, lay.ln1_b)
     _lap(f"layer {index} attention")
-    (up,) = nx.map(_gelu_prog(), _linear(h, lay.up_w), _tiled(lay.up_b, (n, t, FFN)))
+    (up,) = nx.map(_gelu_prog(), _linear(h, lay.up_w), _tiled(lay.up_b, (count, FFN)))
     down = _linear(up, lay.down_w)
     out = _layer_norm([down, _tiled(lay.down_b, shape), h], lay.ln2_g, lay.ln2_b)
     _lap(f"layer {index} feed-forward")
@@ -426,22 +450,25 @@ def embed_tokens(ids: Arr, types: Arr, lengths: Arr, device: str = "host") -> Ar
     dev = open_device(device)
     _lap(None)
     n, t = ids.shape
-    ids_a = nx.asarray(ids, device=dev)
-    types_a = nx.asarray(types, device=dev)
-    # Each token's position, per sentence: the gathered rows are then laid out
-    # as the word rows are, so the layer norm's compiled loop reads all three
-    # (a table of [t, 384] repeated over the sentences it could not).
-    positions = nx.asarray(np.broadcast_to(np.arange(t, dtype=np.int64), (n, t)), device=dev)
-    lengths_a = nx.asarray(lengths, device=dev)
-    word = nx.take(w.word, ids_a, axis=0)
-    token_type = nx.take(w.token_type, types_a, axis=0)
-    position = nx.take(w.position, positions, axis=0)
+    # The batch's tokens in C order of [n, t]; each token's position within
+    # its sentence is gathered as its word is, so the layer norm's compiled
+    # loop reads all three embeddings alike.
+    valid = np.arange(t) < lengths[:, None]
+    where = np.flatnonzero(valid)
+    padded = np.zeros(n * t, dtype=np.int64)
+    padded[where] = np.arange(where.size)
+    tokens = Tokens(nx.asarray(padded.reshape(n, t), device=dev), nx.asarray(where, device=dev),
+                    nx.asarray(lengths, device=dev))
+    positions = np.broadcast_to(np.arange(t, dtype=np.int64), (n, t))
+    word = nx.take(w.word, nx.asarray(ids[valid], device=dev), axis=0)
+    token_type = nx.take(w.token_type, nx.asarray(types[valid], device=dev), axis=0)
+    position = nx.take(w.position, nx.asarray(positions[valid], device=dev), axis=0)
     # BERT adds (word + token type) + position, then normalises.
     h = _layer_norm([word, token_type, position], w.ln_g, w.ln_b)
     _lap("embedding")
     for i, lay in enumerate(w.layers):
-        h = _encoder_layer(h, lay, lengths_a, i)
-    result: Arr = _pool_normalise(h, lengths_a).to_numpy()
+        h = _encoder_layer(h, lay, tokens, i)
+    result: Arr = _pool_normalise(nx.take(h, tokens.padded, axis=0), tokens.lengths).to_numpy()
     _lap("pooling")
     return result
 
@@ -468,8 +495,9 @@ def embed(sentences: Sequence[str], device: str = "host", batch: int = BATCH) ->
     """The model's normalised sentence embeddings, ``[len(sentences), 384]``
     float32 in input order, computed by nxkernel kernels on ``device``: the
     sentences sorted by token count (longest first) and embedded ``batch`` at a
-    time, each batch padded to its longest, so that little is computed for
-    padding (as sentence-transformers batches). On the host's n threads, n
+    time, each batch's attention padded to its longest (as
+    sentence-transformers batches) and its other steps on its tokens alone,
+    so that little is computed for padding. On the host's n threads, n
     batches at a time, each batch's kernels on one thread: a batch's calls
     are small (a few dozen tokens), so a thread of its own keeps them busy
     with less waiting than two threads splitting every call, and the host's
