@@ -35,9 +35,12 @@ hands one out again once nothing else reaches it (no array, buffer, claim,
 NumPy view or export holds it, its memory or its bytes: their reference
 counts say so; no weak reference watches the memory), its memory made as
 new. A ring is taken from and given to by one C call on a deque, which no
-other thread interleaves, so two threads never get one buffer. A
-free-threaded build (whose reference counts are not exact while other
-threads run) pools nothing.
+other thread interleaves, so two threads never get one buffer. The rings
+hold at most ``POOL_BYTES`` in all (a buffer made past it is not pooled),
+so at most that much idle memory stays with the device. A large
+destination reused is zeroed in cache, where a fresh one faults in its pages
+one by one as the kernel first writes them. A free-threaded build (whose
+reference counts are not exact while other threads run) pools nothing.
 """
 
 from __future__ import annotations
@@ -61,34 +64,18 @@ from weakref import getweakrefcount
 import numpy as np
 import numpy.typing as npt
 
-__all__ = [
-    "CLAIMS_LOCK",
-    "HAS_GIL",
-    "Access",
-    "Buffer",
-    "Claims",
-    "Lost",
-    "Memory",
-    "OutOfMemory",
-    "Rig",
-    "claim",
-    "consume",
-    "default_device",
-    "device",
-    "devices",
-    "host",
-    "memory_device",
-    "register",
-    "using",
-    "with_claims",
-]
+__all__ = ["CLAIMS_LOCK", "HAS_GIL", "Access", "Buffer", "Claims", "Lost", "Memory", "OutOfMemory",
+           "Rig", "claim", "consume", "default_device", "device", "devices", "host", "memory_device",
+           "register", "using", "with_claims"]
 
 #: Every allocation's first byte is aligned to this many bytes.
 ALIGNMENT: Final = 64
 #: The most bytes an allocation may ask for (an address space of 63 bits, less the alignment).
 _MAX_BYTES: Final = (1 << 63) - 1 - ALIGNMENT
 #: Fresh buffers of 1 to this many bytes are pooled (see the module's doc).
-POOLED_BYTES: Final = 4096
+POOLED_BYTES: Final = 16 << 20
+#: The most bytes a device's rings hold, their buffers in use or idle.
+POOL_BYTES: Final = 64 << 20
 #: The most buffers a ring keeps, and the most sizes a device pools.
 _POOL_DEPTH: Final = 8
 _POOL_SIZES: Final = 64
@@ -161,6 +148,7 @@ class Rig:
         #: The rings of pooled buffers, by size (see the module's doc); a
         #: size's ring, once made, stays.
         self._rings: Final[dict[int, deque[Buffer]]] = {}
+        self._ring_bytes = 0  # the bytes of the buffers in the rings, under _lock
         #: Whether ``fresh`` and a memory's release may inline ``allocate``'s
         #: and ``_release``'s steps: no budget, and this class's allocator.
         cls = type(self)
@@ -268,7 +256,8 @@ class Rig:
         """``fresh``'s buffer, for a call's destinations (every warm call
         allocates them): one of the pool's buffers of ``nbytes`` that nothing
         else reaches, its memory made as new, where the device pools them
-        (see the module's doc); else ``fresh``'s, kept in the pool."""
+        (see the module's doc); else ``fresh``'s, kept in the pool while
+        the rings hold under ``POOL_BYTES``."""
         if not (self._plain and self._lost is None and not self._closed
                 and 0 < nbytes <= POOLED_BYTES and HAS_GIL):
             return self.fresh(nbytes)
@@ -295,13 +284,19 @@ class Rig:
                     ring.append(buf)
                     return buf
                 # Watched: it leaves the pool, so that its watchers see it die.
+                with self._lock:
+                    self._ring_bytes -= nbytes
             else:
                 ring.append(buf)  # busy: to the back of the ring
         buf = self._made(nbytes)
-        if len(ring) >= _POOL_DEPTH:
-            with contextlib.suppress(IndexError):  # out with other threads
-                ring.popleft()  # the oldest leaves the pool
-        ring.append(buf)
+        with self._lock:
+            if len(ring) >= _POOL_DEPTH:
+                with contextlib.suppress(IndexError):  # out with other threads
+                    ring.popleft()  # the oldest leaves the pool
+                    self._ring_bytes -= nbytes
+            if self._ring_bytes + nbytes <= POOL_BYTES:
+                ring.append(buf)
+                self._ring_bytes += nbytes
         return buf
 
     def _made(self, nbytes: int) -> Buffer:
@@ -323,8 +318,10 @@ class Rig:
     def _drain(self) -> None:
         """Empty the pool (the device is closed or lost): each buffer goes
         when nothing else holds it."""
-        for ring in list(self._rings.values()):
-            ring.clear()
+        with self._lock:
+            for ring in list(self._rings.values()):
+                ring.clear()
+            self._ring_bytes = 0
 
     def _allocate(self, nbytes: int) -> npt.NDArray[np.uint8] | None:
         """The bytes of a new memory, or ``None`` where the host does not address

@@ -306,6 +306,7 @@ def test_a_watched_memory_leaves_the_pool_and_dies(pooling: rig.Rig) -> None:
     del a
     b = pooling.pooled(16)
     assert died == [True] and watch() is None and b.memory.epoch == 0
+    assert list(pooling._rings[16]) == [b] and pooling._ring_bytes == 16  # a's bytes left
 
 
 def test_two_threads_never_get_one_buffer(pooling: rig.Rig) -> None:
@@ -358,7 +359,36 @@ def test_closing_or_losing_a_device_empties_its_pool() -> None:
             dev.close()
 
 
-def test_only_small_destinations_of_a_plain_device_are_pooled(pooling: rig.Rig) -> None:
+def test_the_rings_hold_at_most_their_budget(pooling: rig.Rig,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A buffer made while the rings hold ``POOL_BYTES`` is not pooled: at most
+    that much idle memory stays with the device; a buffer leaving the pool
+    gives its bytes back to the budget."""
+    monkeypatch.setattr(rig, "POOL_BYTES", 3000)
+    kept = [pooling.pooled(1000) for _ in range(4)]
+    assert len(pooling._rings[1000]) == 3 and pooling._ring_bytes == 3000
+    outside = kept.pop()
+    del kept
+    assert pooling.in_use == 1000  # the three pooled ones idle, the fourth held
+    again = [pooling.pooled(1000) for _ in range(3)]
+    assert len(pooling._rings[1000]) == 3 and pooling._ring_bytes == 3000
+    over = pooling.pooled(2000)  # past the budget: not pooled
+    assert not pooling._rings[2000]
+    del again, outside, over
+    pooling.close()
+    assert pooling._ring_bytes == 0 and pooling.in_use == 0
+
+
+def test_a_large_destination_comes_back_zeroed(pooling: rig.Rig) -> None:
+    a = pooling.pooled(rig.POOLED_BYTES)
+    a.host_view()[::4096] = 0xCD
+    where = _address(a)
+    del a
+    b = pooling.pooled(rig.POOLED_BYTES)
+    assert _address(b) == where and not b.host_view().any()
+
+
+def test_only_destinations_of_a_plain_device_up_to_the_size_are_pooled(pooling: rig.Rig) -> None:
     big = pooling.pooled(rig.POOLED_BYTES + 1)
     empty = pooling.pooled(0)
     made = [pooling.fresh(16), rig.Buffer.create(pooling, 16), Array.empty(D.float32, (4,), pooling)]
