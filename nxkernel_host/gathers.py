@@ -275,38 +275,31 @@ def gather(spec: S.Gather, dsts: Sequence[Array], operands: Sequence[Array]) -> 
 
 
 def _gather_at(x: NDArray, index: NDArray, out: NDArray) -> None:
-    """The gather over ``[outer, ·, inner]`` arrays. Rows of an inner extent 1
-    go to a loop of their own, split over threads by rows, or by ranges of
-    positions in one row: each element is its own, so no split changes a bit."""
+    """The gather over ``[outer, ·, inner]`` arrays. An index the same along
+    the inner axis (``nx.take``'s) copies whole blocks, split over threads
+    only from ``_SPLIT_COPY_BYTES``; rows of an inner extent 1 go to a loop
+    of their own; either split by rows, or by ranges of positions in one row:
+    each element is its own, so no split changes a bit."""
     outer, n, inner = index.shape
     if inner > 1 and index.strides[2] == 0:
-        _gather_blocks_at(x, index[:, :, 0], out)
-        return
-    if inner != 1:
+        parts = 1 if out.nbytes < _SPLIT_COPY_BYTES else pool.parts_for(outer * n, out.size)
+        _split_positions(gather_blocks, x, index[:, :, 0], out, parts)
+    elif inner != 1:
         gather_loop(x, index, out)
-        return
-    x2, index2, out2 = x[:, :, 0], index[:, :, 0], out[:, :, 0]
-    parts = pool.parts_for(outer * n, outer * n)
-    if outer >= parts:
-        jobs = [partial(gather_rows, x2[a:b], index2[a:b], out2[a:b])
-                for a, b in pool.spans(outer, parts)]
     else:
-        jobs = [partial(gather_rows, x2, index2[:, a:b], out2[:, a:b])
-                for a, b in pool.spans(n, parts)]
-    pool.parallel(jobs)
+        _split_positions(gather_rows, x[:, :, 0], index[:, :, 0], out[:, :, 0],
+                         pool.parts_for(outer * n, outer * n))
 
 
-def _gather_blocks_at(x: NDArray, index: NDArray, out: NDArray) -> None:
-    """``gather_blocks`` split over threads by whole blocks (positions of
-    ``index [outer, n]``), each block its own."""
+def _split_positions(loop: Callable[[NDArray, NDArray, NDArray], None], x: NDArray,
+                     index: NDArray, out: NDArray, parts: int) -> None:
+    """``loop(x, index, out)`` for ``index [outer, n]`` on up to ``parts``
+    threads: by rows where there are as many, else by ranges of positions."""
     outer, n = index.shape
-    parts = 1 if out.nbytes < _SPLIT_COPY_BYTES else pool.parts_for(outer * n, out.size)
     if outer >= parts:
-        jobs = [partial(gather_blocks, x[a:b], index[a:b], out[a:b])
-                for a, b in pool.spans(outer, parts)]
+        jobs = [partial(loop, x[a:b], index[a:b], out[a:b]) for a, b in pool.spans(outer, parts)]
     else:
-        jobs = [partial(gather_blocks, x, index[:, a:b], out[:, a:b])
-                for a, b in pool.spans(n, parts)]
+        jobs = [partial(loop, x, index[:, a:b], out[:, a:b]) for a, b in pool.spans(n, parts)]
     pool.parallel(jobs)
 
 
