@@ -24,14 +24,14 @@ value computed from an activation is a kernel call:
   weight), the bias added by a ``map`` (fused into the next program where one
   follows);
 - ``attention`` with ``lengths`` for the padded batch (scale 1/√32, no mask);
+- ``map`` with Erf for the exact GELU;
+- ``reduce`` Sum for mean pooling over the valid tokens (the mask a ``map``),
+  then ``reduce`` Sum of squares and a ``map`` for the L2 normalisation.
 
 Every step but attention (and the output projection that reads its result)
 works on a batch's tokens alone, ``[T, 384]`` without padding: a token's
 values do not depend on the others' in those steps, so the padding that
 sentence-transformers computes there is skipped.
-- ``map`` with Erf for the exact GELU;
-- ``reduce`` Sum for mean pooling over the valid tokens (the mask a ``map``),
-  then ``reduce`` Sum of squares and a ``map`` for the L2 normalisation.
 """
 
 from __future__ import annotations
@@ -451,18 +451,17 @@ def embed_tokens(ids: Arr, types: Arr, lengths: Arr, device: str = "host") -> Ar
     _lap(None)
     n, t = ids.shape
     # The batch's tokens in C order of [n, t]; each token's position within
-    # its sentence is gathered as its word is, so the layer norm's compiled
-    # loop reads all three embeddings alike.
+    # its sentence (its index modulo t) is gathered as its word is, so the
+    # layer norm's compiled loop reads all three embeddings alike.
     valid = np.arange(t) < lengths[:, None]
     where = np.flatnonzero(valid)
     padded = np.zeros(n * t, dtype=np.int64)
     padded[where] = np.arange(where.size)
     tokens = Tokens(nx.asarray(padded.reshape(n, t), device=dev), nx.asarray(where, device=dev),
                     nx.asarray(lengths, device=dev))
-    positions = np.broadcast_to(np.arange(t, dtype=np.int64), (n, t))
     word = nx.take(w.word, nx.asarray(ids[valid], device=dev), axis=0)
     token_type = nx.take(w.token_type, nx.asarray(types[valid], device=dev), axis=0)
-    position = nx.take(w.position, nx.asarray(positions[valid], device=dev), axis=0)
+    position = nx.take(w.position, nx.asarray(where % t, device=dev), axis=0)
     # BERT adds (word + token type) + position, then normalises.
     h = _layer_norm([word, token_type, position], w.ln_g, w.ln_b)
     _lap("embedding")
