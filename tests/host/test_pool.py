@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import select
+import signal
 import subprocess
 import sys
 import threading
@@ -78,3 +80,92 @@ def test_a_process_started_with_nxkernel_threads_counts_that_many() -> None:
     out = subprocess.run([sys.executable, "-c", "from nxkernel_host import pool; print(pool.count())"],
                          env=env, capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.strip() == "3"
+
+
+_CPUS = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
+needs_two_cpus = pytest.mark.skipif(
+    pool._getcpu is None or len(_CPUS) < 2,
+    reason="steering the pool's threads needs Linux thread affinities and two CPUs")
+
+
+def _started_workers() -> list[int]:
+    """The native ids of the pool's threads, after a call that ran a job on
+    one of them (so at least one has enlisted)."""
+    gate = threading.Barrier(2, timeout=30)
+    with nxkernel_host.threads(2):
+        pool.parallel([gate.wait, gate.wait])
+    assert pool._workers, "a job ran on the pool, so its thread enlisted"
+    return list(pool._workers)
+
+
+@needs_two_cpus
+def test_steer_keeps_the_pools_threads_off_the_callers_cpu() -> None:
+    workers = _started_workers()
+    try:
+        for cpu in sorted(_CPUS):
+            pool.steer(cpu, _CPUS)
+            assert {tid: os.sched_getaffinity(tid) for tid in workers} == {
+                tid: _CPUS - {cpu} for tid in workers}
+        # A caller kept to one CPU keeps the pool there with it.
+        only = min(_CPUS)
+        pool.steer(only, frozenset({only}))
+        assert all(os.sched_getaffinity(tid) == {only} for tid in workers)
+    finally:
+        pool.steer(-1, _CPUS)
+    assert all(os.sched_getaffinity(tid) == _CPUS for tid in workers)
+
+
+@needs_two_cpus
+def test_handing_work_to_the_pool_steers_its_threads_from_the_caller() -> None:
+    workers = _started_workers()
+    only = min(_CPUS)
+    os.sched_setaffinity(0, {only})  # the caller now runs on `only` alone
+    try:
+        pool.pool(2)
+        assert all(os.sched_getaffinity(tid) == {only} for tid in workers)
+    finally:
+        os.sched_setaffinity(0, _CPUS)
+        pool.steer(-1, _CPUS)
+
+
+@needs_two_cpus
+def test_steering_skips_a_thread_the_system_refuses() -> None:
+    workers = _started_workers()
+    with open("/proc/sys/kernel/pid_max") as f:
+        gone = int(f.read()) + 1  # no thread anywhere has this id
+    pool._workers[gone] = None
+    try:
+        pool.steer(min(_CPUS), _CPUS)
+        assert pool._workers[gone] is None
+        assert all(os.sched_getaffinity(tid) == _CPUS - {min(_CPUS)} for tid in workers)
+    finally:
+        del pool._workers[gone]
+        pool.steer(-1, _CPUS)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_its_own_pool() -> None:
+    _started_workers()
+    parent_workers = dict(pool._workers)
+    assert parent_workers
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's outcome is read from its pipe
+        ok = not pool._workers and pool._pool is None
+        ran: list[int] = []
+        gate = threading.Barrier(2, timeout=30)
+        with nxkernel_host.threads(2):
+            pool.parallel([lambda: (gate.wait(), ran.append(1)), lambda: (gate.wait(), ran.append(2))])
+        ok = ok and sorted(ran) == [1, 2] and not set(pool._workers) & set(parent_workers)
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    try:
+        ready, _, _ = select.select([read], [], [], 120)
+        if not ready:
+            os.kill(child, signal.SIGKILL)
+        answer = os.read(read, 1) if ready else b"(no answer in 120 s)"
+    finally:
+        os.close(read)
+        os.waitpid(child, 0)
+    assert answer == b"1"
