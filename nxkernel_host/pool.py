@@ -15,9 +15,10 @@ on them (one thread for products, ``blas.ROUTINE_THREADS`` for the
 routines); the program's own BLAS (NumPy's) is not the library's to set.
 
 Where the pool's threads run. Each time a kernel hands work to the pool
-(:func:`pool`), the pool's threads are kept off the CPU the calling thread
-runs on, which computes a share itself: their affinity becomes the caller's
-CPUs but that one (all of them where it has one). Linux wakes a thread on
+(:func:`lend`) while no other call holds it, the pool's threads are kept off
+the CPU the calling thread runs on, which computes a share itself: their
+affinity becomes the caller's CPUs but that one (all of them where it has
+one). Linux wakes a thread on
 the CPU it judges least loaded, and after another library's threads have
 spun on the other cores (OpenBLAS's and OpenMP's workers spin for up to
 ~0.1 s after each call) it judges the waker's own CPU the place: the two
@@ -40,8 +41,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Final
 
-__all__ = ["DEFAULT", "MIN_PARALLEL", "count", "parallel", "parts_for", "pool", "spans", "steer",
-           "threads"]
+__all__ = ["DEFAULT", "MIN_PARALLEL", "count", "lend", "parallel", "parts_for", "pool", "spans",
+           "steer", "threads"]
 
 #: Elements below which work stays on the calling thread: handing it to the
 #: pool costs more than it saves.
@@ -70,13 +71,15 @@ _pool_size = 0
 #: The native ids of the current pool's threads, each with the CPUs it was
 #: last kept to (None: the ones it inherited).
 _workers: dict[int, frozenset[int] | None] = {}
+#: How many kernel calls hold the pool now (``lend``).
+_lenders = 0
 
 
 def _forget_the_pool() -> None:
     """In a forked child: the parent's pool threads do not exist here (and
     their ids name the parent's threads), so the child starts its own."""
-    global _pool, _pool_size, _workers
-    _pool, _pool_size, _workers = None, 0, {}
+    global _pool, _pool_size, _workers, _lenders
+    _pool, _pool_size, _workers, _lenders = None, 0, {}, 0
 
 
 if hasattr(os, "register_at_fork"):
@@ -129,9 +132,9 @@ def _enlist(workers: dict[int, frozenset[int] | None]) -> None:
 
 
 def pool(n: int) -> ThreadPoolExecutor:
-    """The pool, grown to at least ``n - 1`` threads (the caller is the n-th),
-    its threads kept off the calling thread's CPU (``steer``); a replaced
-    pool finishes the jobs it holds."""
+    """The pool, grown to at least ``n - 1`` threads (the caller is the n-th);
+    a replaced pool finishes the jobs it holds. Kernels hand it work through
+    ``lend``."""
     global _pool, _pool_size, _workers
     with _lock:
         if _pool is None or _pool_size < n - 1:
@@ -141,10 +144,28 @@ def pool(n: int) -> ThreadPoolExecutor:
             _workers = {}
             _pool = ThreadPoolExecutor(_pool_size, thread_name_prefix="nxkernel-host",
                                        initializer=_enlist, initargs=(_workers,))
-        executor = _pool
-    if _getcpu is not None:
-        steer(_getcpu(), frozenset(os.sched_getaffinity(0)))
-    return executor
+        return _pool
+
+
+@contextlib.contextmanager
+def lend(n: int) -> Iterator[ThreadPoolExecutor]:
+    """The pool (``pool(n)``) for the jobs of one kernel call, which the
+    block waits for before it ends. Where no other call holds the pool
+    meanwhile, its threads are first kept off the calling thread's CPU
+    (``steer``); two calls at once would pull them back and forth, so then
+    they stay where they are."""
+    global _lenders
+    executor = pool(n)
+    with _lock:
+        _lenders += 1
+        alone = _lenders == 1
+    try:
+        if alone and _getcpu is not None:
+            steer(_getcpu(), frozenset(os.sched_getaffinity(0)))
+        yield executor
+    finally:
+        with _lock:
+            _lenders -= 1
 
 
 def steer(cpu: int, cpus: frozenset[int]) -> None:
@@ -184,19 +205,19 @@ def parallel(jobs: Sequence[Callable[[], None]]) -> None:
         for job in jobs:
             job()
         return
-    executor = pool(min(n, len(jobs)))
-    futures: list[Future[None]] = [
-        executor.submit(contextvars.copy_context().run, job) for job in jobs[1:]]
-    try:
-        jobs[0]()
-    finally:
-        for job, f in zip(jobs[1:], futures, strict=True):
-            # A job no pool thread has started yet runs here instead: the
-            # caller never idles waiting for a busy or descheduled pool.
-            if f.cancel():
-                job()
-            else:
-                f.result()
+    with lend(min(n, len(jobs))) as executor:
+        futures: list[Future[None]] = [
+            executor.submit(contextvars.copy_context().run, job) for job in jobs[1:]]
+        try:
+            jobs[0]()
+        finally:
+            for job, f in zip(jobs[1:], futures, strict=True):
+                # A job no pool thread has started yet runs here instead: the
+                # caller never idles waiting for a busy or descheduled pool.
+                if f.cancel():
+                    job()
+                else:
+                    f.result()
 
 
 def parts_for(units: int, elements: int) -> int:

@@ -584,12 +584,15 @@ def _share(work: _Boxes, run: Callable[[_Boxes], None], threads: bool) -> None:
     ``pool.count() − 1`` pool threads beside it; returns once every box is
     done (``_Boxes.wait``)."""
     n = min(pool.count(), len(work.boxes))
-    if threads and n > 1:
-        executor = pool.pool(n)
+    if not threads or n <= 1:
+        run(work)
+        work.wait()
+        return
+    with pool.lend(n) as executor:
         for _ in range(n - 1):
             executor.submit(run, work)
-    run(work)
-    work.wait()
+        run(work)
+        work.wait()
 
 
 def box_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],

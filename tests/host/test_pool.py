@@ -121,8 +121,26 @@ def test_handing_work_to_the_pool_steers_its_threads_from_the_caller() -> None:
     only = min(_CPUS)
     os.sched_setaffinity(0, {only})  # the caller now runs on `only` alone
     try:
-        pool.pool(2)
-        assert all(os.sched_getaffinity(tid) == {only} for tid in workers)
+        with pool.lend(2):
+            assert all(os.sched_getaffinity(tid) == {only} for tid in workers)
+    finally:
+        os.sched_setaffinity(0, _CPUS)
+        pool.steer(-1, _CPUS)
+
+
+@needs_two_cpus
+def test_a_second_call_holding_the_pool_leaves_its_threads_where_they_are() -> None:
+    workers = _started_workers()
+    pool.steer(-1, _CPUS)
+    only = min(_CPUS)
+    os.sched_setaffinity(0, {only})
+    try:
+        with pool.lend(2), pool.lend(2):  # the inner call is a second holder
+            assert all(os.sched_getaffinity(tid) == {only} for tid in workers)
+            pool.steer(-1, _CPUS)
+            with pool.lend(2):
+                assert all(os.sched_getaffinity(tid) == _CPUS for tid in workers)
+        assert pool._lenders == 0
     finally:
         os.sched_setaffinity(0, _CPUS)
         pool.steer(-1, _CPUS)
