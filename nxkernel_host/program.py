@@ -73,9 +73,15 @@ Arr = npt.NDArray[Any]
 #: beside NumPy's.
 CHUNK_BYTES: Final = 1 << 18
 
-#: The fewest elements a loop spreads over threads: below it, starting a
-#: thread's work costs more than it saves.
-PARALLEL_MIN: Final = 1 << 18
+#: The fewest elements a loop spreads over threads, node by node or
+#: compiled: below it, handing work to a pool thread costs more than it
+#: saves. Measured on the 2-core guest the benchmarks run on, where a
+#: hand-over costs 30 to 70 µs (two 49 µs jobs took 116 µs on two threads):
+#: at 2^17 to 2^19 float32 elements two threads took 1.4 to 3 times one
+#: thread's time for an Add and up to 1.6 times for Tanh and x·sigmoid(x);
+#: from 2^20 the compiled Tanh and x·sigmoid(x) gain 1.1 to 1.3 times, the Add
+#: breaks even by 2^21.
+PARALLEL_MIN: Final = 1 << 20
 
 #: The fewest elements a loop runs as its program's one compiled loop
 #: (``fused``), once the program has run ``FUSE_WORK`` elements in such
@@ -678,7 +684,7 @@ def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
         ins = [a.reshape(-1) for a in reads]
         box = fused_box(size, pool.count())
         work = _Boxes([(slice(a, min(a + box, size)),) for a in range(0, size, box)])
-        _share(work, functools.partial(_run_fused, fz, ins, outs), True)
+        _share(work, functools.partial(_run_fused, fz, ins, outs), size >= PARALLEL_MIN)
         return True
     grid = F.rows(reads, shape)
     if grid is None:
@@ -690,7 +696,7 @@ def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
     rows = size // cols
     step = max(1, fused_box(size, pool.count()) // cols)
     work = _Boxes([(slice(r, min(r + step, rows)),) for r in range(0, rows, step)])
-    _share(work, functools.partial(_run_rows, fr, ins, outs, cols), True)
+    _share(work, functools.partial(_run_rows, fr, ins, outs, cols), size >= PARALLEL_MIN)
     return True
 
 

@@ -49,11 +49,14 @@ def _program(dt: D.Dtype) -> Prog:
 @pytest.fixture
 def loops() -> Iterator[None]:
     """Every loop of ``program.FUSE_MIN`` elements or more compiled (no
-    ``FUSE_WORK`` to run first); both put back after the test (the evaluators,
-    and their compiled loops, stay cached: a test reuses another's)."""
+    ``FUSE_WORK`` to run first) and spread over the threads however small
+    (no ``PARALLEL_MIN``), so the tests' small loops run on every thread
+    count they ask for; all put back after the test (the evaluators, and
+    their compiled loops, stay cached: a test reuses another's)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(program, "FUSE_MIN", program.FUSE_MIN)
         mp.setattr(program, "FUSE_WORK", 0)
+        mp.setattr(program, "PARALLEL_MIN", 0)
         yield
 
 
