@@ -161,7 +161,8 @@ def lend(n: int) -> Iterator[ThreadPoolExecutor]:
         alone = _lenders == 1
     try:
         if alone and _getcpu is not None:
-            steer(_getcpu(), frozenset(os.sched_getaffinity(0)))
+            with contextlib.suppress(OSError):  # a sandbox that hides affinities: no steering
+                steer(_getcpu(), frozenset(os.sched_getaffinity(0)))
         yield executor
     finally:
         with _lock:

@@ -187,3 +187,16 @@ def test_a_forked_child_starts_its_own_pool() -> None:
         os.close(read)
         os.waitpid(child, 0)
     assert answer == b"1"
+
+
+@needs_two_cpus
+def test_a_system_that_hides_affinities_still_lends_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(_pid: int) -> set[int]:
+        raise PermissionError("affinities hidden")
+
+    monkeypatch.setattr(os, "sched_getaffinity", refuse)
+    ran: list[int] = []
+    gate = threading.Barrier(2, timeout=30)
+    with nxkernel_host.threads(2):
+        pool.parallel([lambda: (gate.wait(), ran.append(1)), lambda: (gate.wait(), ran.append(2))])
+    assert sorted(ran) == [1, 2]
