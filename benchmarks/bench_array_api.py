@@ -6,12 +6,12 @@ Each row times the namespace's whole call as a user makes it (promotion,
 broadcasting, a fresh result, the kernels through the caller) against the
 same NumPy expression, alternately in one process; times are medians and
 ``ratio`` is NumPy's time over ours. The matmul rows past 8 elements time
-each call once no other thread of the process runs (``timing.quiet``): NumPy's OpenBLAS
-workers spin on the cores for about 0.1 s after its product, and would share
-them with ours timed right after. Every pair is checked first: bit for bit
-for the moves and ``a + b``, to float32's sum bound for ``sum`` and
-``matmul``. A warm call builds no program: each elementwise function's
-program is made once per dtype.
+each call once no other thread of the process runs (``timing.quiet``):
+NumPy's OpenBLAS workers spin on the cores for about 0.1 s after its
+product, and would share them with ours timed right after. Every pair is
+checked first: bit for bit for the moves and ``a + b``, to float32's sum
+bound for ``sum`` and ``matmul``. A warm call builds no program: each
+elementwise function's program is made once per dtype.
 """
 
 from __future__ import annotations

@@ -18,15 +18,14 @@ Where the pool's threads run. Each time a kernel hands work to the pool
 (:func:`lend`) while no other call holds it, the pool's threads are kept off
 the CPU the calling thread runs on, which computes a share itself: their
 affinity becomes the caller's CPUs but that one (all of them where it has
-one). Linux wakes a thread on
-the CPU it judges least loaded, and after another library's threads have
-spun on the other cores (OpenBLAS's and OpenMP's workers spin for up to
-~0.1 s after each call) it judges the waker's own CPU the place: the two
-shares then run on one core for milliseconds until the kernel moves one
-(measured: a 1024³ float32 product right after NumPy's threaded one took
-18–19 ms against 13 alone; 64 products of 128³ in a loop took 4.9 ms on two
-threads as on one, 2.6 steered). Only the pool's own threads are steered, never
-the caller or another library's.
+one). Linux wakes a thread on the CPU it judges least loaded, and after
+another library's threads have spun on the other cores (OpenBLAS's and
+OpenMP's workers spin for up to ~0.1 s after each call) it judges the
+waker's own CPU the place: the two shares then run on one core for
+milliseconds until the kernel moves one (measured: a 1024³ float32 product
+right after NumPy's threaded one took 18–19 ms against 13 alone; 64 products
+of 128³ in a loop took 4.9 ms on two threads as on one, 2.6 steered). Only
+the pool's own threads are steered, never the caller or another library's.
 """
 
 from __future__ import annotations

@@ -677,14 +677,16 @@ def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
             return False
     outs = [t.reshape(-1) for t in targets]
     size = outs[0].size
+    # Boxes for the threads that will run them: one below PARALLEL_MIN.
+    threads = pool.count() if size >= PARALLEL_MIN else 1
     if all(a.shape == shape and a.flags.c_contiguous for a in reads):
         fz = ev.fused()
         if fz is None:
             return False
         ins = [a.reshape(-1) for a in reads]
-        box = fused_box(size, pool.count())
+        box = fused_box(size, threads)
         work = _Boxes([(slice(a, min(a + box, size)),) for a in range(0, size, box)])
-        _share(work, functools.partial(_run_fused, fz, ins, outs), size >= PARALLEL_MIN)
+        _share(work, functools.partial(_run_fused, fz, ins, outs), threads > 1)
         return True
     grid = F.rows(reads, shape)
     if grid is None:
@@ -694,9 +696,9 @@ def _fused_into(ev: Evaluator, inputs: Sequence[Arr], shape: tuple[int, ...],
     if fr is None:
         return False
     rows = size // cols
-    step = max(1, fused_box(size, pool.count()) // cols)
+    step = max(1, fused_box(size, threads) // cols)
     work = _Boxes([(slice(r, min(r + step, rows)),) for r in range(0, rows, step)])
-    _share(work, functools.partial(_run_rows, fr, ins, outs, cols), size >= PARALLEL_MIN)
+    _share(work, functools.partial(_run_rows, fr, ins, outs, cols), threads > 1)
     return True
 
 
