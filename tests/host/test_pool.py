@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -115,17 +117,24 @@ def test_steer_keeps_the_pools_threads_off_the_callers_cpu() -> None:
     assert all(os.sched_getaffinity(tid) == _CPUS for tid in workers)
 
 
+@contextlib.contextmanager
+def _caller_kept_to(cpu: int) -> Iterator[None]:
+    """The calling thread kept to ``cpu`` alone in the block; after it, the
+    caller and the pool's threads have every CPU again."""
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, _CPUS)
+        pool.steer(-1, _CPUS)
+
+
 @needs_two_cpus
 def test_handing_work_to_the_pool_steers_its_threads_from_the_caller() -> None:
     workers = _started_workers()
     only = min(_CPUS)
-    os.sched_setaffinity(0, {only})  # the caller now runs on `only` alone
-    try:
-        with pool.lend(2):
-            assert all(os.sched_getaffinity(tid) == {only} for tid in workers)
-    finally:
-        os.sched_setaffinity(0, _CPUS)
-        pool.steer(-1, _CPUS)
+    with _caller_kept_to(only), pool.lend(2):
+        assert all(os.sched_getaffinity(tid) == {only} for tid in workers)
 
 
 @needs_two_cpus
@@ -133,17 +142,13 @@ def test_a_second_call_holding_the_pool_leaves_its_threads_where_they_are() -> N
     workers = _started_workers()
     pool.steer(-1, _CPUS)
     only = min(_CPUS)
-    os.sched_setaffinity(0, {only})
-    try:
+    with _caller_kept_to(only):
         with pool.lend(2), pool.lend(2):  # the inner call is a second holder
             assert all(os.sched_getaffinity(tid) == {only} for tid in workers)
             pool.steer(-1, _CPUS)
             with pool.lend(2):
                 assert all(os.sched_getaffinity(tid) == _CPUS for tid in workers)
         assert pool._lenders == 0
-    finally:
-        os.sched_setaffinity(0, _CPUS)
-        pool.steer(-1, _CPUS)
 
 
 @needs_two_cpus
