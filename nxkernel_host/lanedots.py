@@ -93,8 +93,16 @@ _NARROW_BLOCK: Final = (24, 1) if _AVX512 else (12, 1)
 #: The steps over k of one pass of ``product``'s blocks: b's rows of a pass
 #: (16 KiB of a block of 64-byte columns) stay in the first-level cache.
 _K_CHUNK: Final = 256
-#: The most rows of a that a block packs.
-_PACK_ROWS: Final = max(_WIDE_BLOCK[0], _MID_BLOCK[0], _NARROW_BLOCK[0])
+#: The blocks of columns that must read a wide block's rows of a before they
+#: are packed side by side (``_pack``, read through one pointer) rather than
+#: read in place: the scalar copy pays only where many blocks read it.
+#: Measured on AVX-512 (Zen 4, one thread, float32 and float64): in place
+#: was as fast or faster at 2 to 16 blocks, 1.1–1.4× faster at attention's
+#: tiles (1024×128×64; 128×64×1024 of a transposed a) and 1.6–2× for the mid
+#: and narrow blocks (one block of columns each); AVX2's blocks (compiled for
+#: Haswell, run on the same core) lost up to 1.3× in place at 16 blocks of
+#: float64.
+_PACK_MIN_BLOCKS: Final = 16
 
 
 def unit_rows(x: Arr) -> bool:
@@ -500,12 +508,14 @@ def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak
     at 2, ``_NARROW_BLOCK`` at 1 (1 row × 4 registers where m is 1). k is
     taken in chunks of ``_K_CHUNK`` (each chunk's rows of b stay in the cache
     for every block of rows), each chunk continuing the chains the last one
-    stored in c; a block's rows of a are first packed side by side
-    (``_pack``), read through one pointer by every block of columns. Neither
-    blocks nor chunks change a bit."""
+    stored in c; a block reads its rows of a in place, or, where at least
+    ``_PACK_MIN_BLOCKS`` blocks of columns read them, first packed side by
+    side (``_pack``). Neither blocks, chunks nor packs change a bit."""
     w = _VECTOR_BYTES // _itemsize(like)
     wide = -(-n // w)
-    packed = np.full(_PACK_ROWS * min(k, _K_CHUNK), like)
+    rows, span = _WIDE_BLOCK[0], _WIDE_BLOCK[1] * w
+    packs = wide >= 3 and -(-n // span) >= _PACK_MIN_BLOCKS
+    packed = np.full(rows * min(k, _K_CHUNK) if packs else 1, like)
     at = packed.ctypes.data
     for e in range(count):
         ao, bo, co = e * sa, e * sb, e * sc
@@ -517,26 +527,28 @@ def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak
         for t0 in range(0, k, _K_CHUNK):
             kc, first, a0, b0 = min(_K_CHUNK, k - t0), t0 == 0, ao + t0 * ak, bo + t0 * ldb
             if wide >= 3:
-                span = _WIDE_BLOCK[1] * w
-                for i0 in range(0, m, _WIDE_BLOCK[0]):
-                    mr = min(_WIDE_BLOCK[0], m - i0)
-                    _pack(a, a0 + i0 * lda, lda, ak, mr, kc, at, like, _WIDE_BLOCK[0])
+                for i0 in range(0, m, rows):
+                    mr = min(rows, m - i0)
+                    if packs:
+                        _pack(a, a0 + i0 * lda, lda, ak, mr, kc, at, like, rows)
                     for j0 in range(0, n, span):
-                        _block(at, 0, 1, _WIDE_BLOCK[0], mr, b, b0 + j0, ldb, n - j0, kc, c,
-                               co + i0 * ldc + j0, ldc, first, like, _WIDE_BLOCK[0],
-                               _WIDE_BLOCK[1])
+                        if packs:
+                            _block(at, 0, 1, rows, mr, b, b0 + j0, ldb, n - j0, kc, c,
+                                   co + i0 * ldc + j0, ldc, first, like, rows, _WIDE_BLOCK[1])
+                        else:
+                            _block(a, a0 + i0 * lda, lda, ak, mr, b, b0 + j0, ldb, n - j0, kc, c,
+                                   co + i0 * ldc + j0, ldc, first, like, rows, _WIDE_BLOCK[1])
             elif wide == 2:
                 for i0 in range(0, m, _MID_BLOCK[0]):
                     mr = min(_MID_BLOCK[0], m - i0)
-                    _pack(a, a0 + i0 * lda, lda, ak, mr, kc, at, like, _MID_BLOCK[0])
-                    _block(at, 0, 1, _MID_BLOCK[0], mr, b, b0, ldb, n, kc, c, co + i0 * ldc, ldc,
+                    _block(a, a0 + i0 * lda, lda, ak, mr, b, b0, ldb, n, kc, c, co + i0 * ldc, ldc,
                            first, like, _MID_BLOCK[0], _MID_BLOCK[1])
             else:
                 for i0 in range(0, m, _NARROW_BLOCK[0]):
                     mr = min(_NARROW_BLOCK[0], m - i0)
-                    _pack(a, a0 + i0 * lda, lda, ak, mr, kc, at, like, _NARROW_BLOCK[0])
-                    _block(at, 0, 1, _NARROW_BLOCK[0], mr, b, b0, ldb, n, kc, c, co + i0 * ldc,
+                    _block(a, a0 + i0 * lda, lda, ak, mr, b, b0, ldb, n, kc, c, co + i0 * ldc,
                            ldc, first, like, _NARROW_BLOCK[0], _NARROW_BLOCK[1])
+
 
 def product(a: Arr, b: Arr, out: Arr) -> None:
     """``out[...] = a @ b`` by ``product_at``: a ``[m, k]`` of any strides, b

@@ -161,7 +161,6 @@ def test_either_register_files_blocks_give_the_same_bits(monkeypatch: pytest.Mon
 
     for attr, value in REGISTER_FILES[name].items():
         monkeypatch.setattr(lanedots, attr, value)
-    monkeypatch.setattr(lanedots, "_PACK_ROWS", 24)
     monkeypatch.setattr(lanedots, "_dots_of", njit(lanedots._dots_of.py_func))
     fresh = {f: njit(getattr(lanedots, f).py_func) for f in ("scores_at", "weighted_at",
                                                             "product_at")}
@@ -187,6 +186,32 @@ def test_either_register_files_blocks_give_the_same_bits(monkeypatch: pytest.Mon
     for kernel, out in ((lanedots.weighted_at, want), (fresh["weighted_at"], got)):
         kernel(ev, 0, 4, 4, k, 0, 70, 45, 70, out, 0, 70)
     assert got.tobytes() == want.tobytes(), dt
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_products_read_in_place_or_packed_give_the_same_bits(monkeypatch: pytest.MonkeyPatch,
+                                                             dt: type[np.floating[Any]]) -> None:
+    """A product's rows of a read in place (this machine's kernel, at these
+    few blocks of columns) and packed side by side first (compiled afresh
+    with packing from one block) give the same bits, for a of unit and of
+    transposed strides, and both are the FMA chains over k in order."""
+    from numba import njit
+
+    monkeypatch.setattr(lanedots, "_PACK_MIN_BLOCKS", 1)
+    packing = njit(lanedots.product_at.py_func)
+    rng = np.random.default_rng(8)
+    m, k, n = 7, 260, 40  # a partial last block of rows, two chunks of k, 3 registers or more
+    b = rng.standard_normal((k, n)).astype(dt)
+    for a in (rng.standard_normal((m, k)).astype(dt), rng.standard_normal((k, m)).astype(dt).T):
+        size = a.itemsize
+        outs = []
+        for kernel in (lanedots.product_at, packing):
+            out = np.empty((m, n), dt)
+            kernel(1, m, n, k, a.ctypes.data, 0, a.strides[0] // size, a.strides[1] // size,
+                   b.ctypes.data, 0, n, out.ctypes.data, 0, n, dt(0))
+            outs.append(out)
+        assert outs[0].tobytes() == outs[1].tobytes()
+        assert outs[0].tobytes() == product(a, b).tobytes()
 
 
 @pytest.mark.parametrize("dt", FLOATS)
