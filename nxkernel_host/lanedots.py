@@ -515,8 +515,9 @@ def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak
     wide = -(-n // w)
     rows, span = _WIDE_BLOCK[0], _WIDE_BLOCK[1] * w
     packs = wide >= 3 and -(-n // span) >= _PACK_MIN_BLOCKS
+    # Its address is taken where it is used: Numba frees an array after its
+    # last use, and an address kept in a variable is none.
     packed = np.full(rows * min(k, _K_CHUNK) if packs else 1, like)
-    at = packed.ctypes.data
     for e in range(count):
         ao, bo, co = e * sa, e * sb, e * sc
         if m == 1:
@@ -530,11 +531,12 @@ def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak
                 for i0 in range(0, m, rows):
                     mr = min(rows, m - i0)
                     if packs:
-                        _pack(a, a0 + i0 * lda, lda, ak, mr, kc, at, like, rows)
+                        _pack(a, a0 + i0 * lda, lda, ak, mr, kc, packed.ctypes.data, like, rows)
                     for j0 in range(0, n, span):
                         if packs:
-                            _block(at, 0, 1, rows, mr, b, b0 + j0, ldb, n - j0, kc, c,
-                                   co + i0 * ldc + j0, ldc, first, like, rows, _WIDE_BLOCK[1])
+                            _block(packed.ctypes.data, 0, 1, rows, mr, b, b0 + j0, ldb, n - j0,
+                                   kc, c, co + i0 * ldc + j0, ldc, first, like, rows,
+                                   _WIDE_BLOCK[1])
                         else:
                             _block(a, a0 + i0 * lda, lda, ak, mr, b, b0 + j0, ldb, n - j0, kc, c,
                                    co + i0 * ldc + j0, ldc, first, like, rows, _WIDE_BLOCK[1])

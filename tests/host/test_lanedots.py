@@ -214,6 +214,22 @@ def test_products_read_in_place_or_packed_give_the_same_bits(monkeypatch: pytest
         assert outs[0].tobytes() == product(a, b).tobytes()
 
 
+def test_the_pack_buffer_lives_through_the_loops_that_write_it() -> None:
+    """Numba frees an array after its last use: ``product_at``'s pack buffer
+    must not be freed in the block that makes it (where an address of it,
+    kept in a variable, would outlive it), but after the loops that pack into
+    it and read it."""
+    from numba.core import ir
+    from numba.core.compiler import run_frontend
+
+    blocks = run_frontend(lanedots.product_at.py_func, emit_dels=True).blocks
+    made = [label for label, block in blocks.items()
+            if any(isinstance(st, ir.Assign) and st.target.name == "packed" for st in block.body)]
+    freed = [label for label, block in blocks.items()
+             if any(isinstance(st, ir.Del) and st.value == "packed" for st in block.body)]
+    assert len(made) == 1 and freed and made[0] not in freed
+
+
 @pytest.mark.parametrize("dt", FLOATS)
 def test_views_of_any_row_stride_give_the_contiguous_bits(dt: type[np.floating[Any]]) -> None:
     rng = np.random.default_rng(7)
