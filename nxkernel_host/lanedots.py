@@ -532,14 +532,14 @@ def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak
                     mr = min(rows, m - i0)
                     if packs:
                         _pack(a, a0 + i0 * lda, lda, ak, mr, kc, packed.ctypes.data, like, rows)
-                    for j0 in range(0, n, span):
-                        if packs:
+                        for j0 in range(0, n, span):
                             _block(packed.ctypes.data, 0, 1, rows, mr, b, b0 + j0, ldb, n - j0,
                                    kc, c, co + i0 * ldc + j0, ldc, first, like, rows,
                                    _WIDE_BLOCK[1])
-                        else:
-                            _block(a, a0 + i0 * lda, lda, ak, mr, b, b0 + j0, ldb, n - j0, kc, c,
-                                   co + i0 * ldc + j0, ldc, first, like, rows, _WIDE_BLOCK[1])
+                        continue
+                    for j0 in range(0, n, span):
+                        _block(a, a0 + i0 * lda, lda, ak, mr, b, b0 + j0, ldb, n - j0, kc, c,
+                               co + i0 * ldc + j0, ldc, first, like, rows, _WIDE_BLOCK[1])
             elif wide == 2:
                 for i0 in range(0, m, _MID_BLOCK[0]):
                     mr = min(_MID_BLOCK[0], m - i0)
