@@ -644,7 +644,7 @@ def test_a_repeated_geometry_reuses_its_layout_with_the_bits_of_a_first_call(
     """A call of a geometry seen before takes the layout the first made (the
     compiled path's table, the units, the threads' shares) and gives the bits
     a first call of its values gives; other strides of q, or other threads,
-    are another layout; a call with lengths keeps none."""
+    are another layout, and so are other lengths' values."""
     hq, hk, tq, tk, dk, dv = 8, 2, 1, 8 * A.KEYS + 300, 16, 8
     assert hq * tq * tk >= A.MIN_PARALLEL_PAIRS  # so that the threads are part of the key
     spec = S.Attention(program(D.float32, mask), (), 0.25, D.float32, S.Dense())
@@ -669,11 +669,23 @@ def test_a_repeated_geometry_reuses_its_layout_with_the_bits_of_a_first_call(
     with threads(1):
         run(spec, again, D.float32)
     assert len(layouts) == kept + 1
-    layouts.clear()
-    lengths = np.array([tk - 5], np.int64)
+    # With lengths, their values are part of the key: other lengths of the
+    # same shapes are another layout, and each gives a first call's bits.
     spec_lengths = S.Attention(program(D.float32, mask), (), 0.25, D.float32, S.Dense(), lengths=True)
-    run(spec_lengths, [*again, lengths], D.float32)
-    assert not layouts
+    short, long_ = np.array([A.KEYS + 7], np.int64), np.array([tk - 5], np.int64)
+    layouts.clear()
+    fresh_long = run(spec_lengths, [*again, long_], D.float32)
+    layouts.clear()
+    first_short = run(spec_lengths, [*again, short], D.float32)
+    assert len(layouts) == 1
+    after_short = run(spec_lengths, [*again, long_], D.float32)
+    assert len(layouts) == 2
+    short_again = run(spec_lengths, [*again, short], D.float32)
+    assert len(layouts) == 2
+    for got, want in ((after_short, fresh_long), (short_again, first_short)):
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    assert not np.array_equal(first_short[0], fresh_long[0])
 
 
 def test_a_misfit_call_answers_a_refusal_and_writes_nothing() -> None:
