@@ -495,6 +495,42 @@ def weighted_at(e: Arr, eo: int, lde: int, r: int, v: Arr, vo: int, ldv: int, n:
                       dv, out, oo + i0 * ldo, ldo, j0 == 0)
 
 
+@njit(inline="always")
+def _wide_rows(a: int, ao: int, lda: int, ak: int, mr: int, b: int, bo: int, ldb: int, n: int,
+               k: int, c: int, co: int, ldc: int, first: bool,
+               like: Any) -> None:  # pragma: no cover - compiled
+    """One block of ``_WIDE_BLOCK[0]`` rows (mr of them stored) across all n
+    columns (``_block``'s arguments): whole blocks of ``_WIDE_BLOCK[1]``
+    registers, then the columns left in whole registers, then at most one
+    masked register. A block narrower than its registers would mask every
+    load and store of all of them (a masked store is microcoded on AMD's
+    cores) and multiply the registers past n too: measured on Zen 4, one
+    thread, 1.1-1.45x slower at attention's heads of 35 to 45 rows and 64 x
+    200 x 256 than the split. The bits are the same (each element's chain
+    is its own, in whichever block or register)."""
+    w = _VECTOR_BYTES // _itemsize(like)
+    rows, vectors = _WIDE_BLOCK
+    span = vectors * w
+    whole = n - n % span
+    for j0 in range(0, whole, span):
+        _block(a, ao, lda, ak, mr, b, bo + j0, ldb, span, k, c, co + j0, ldc, first, like, rows,
+               vectors)
+    full = (n - whole) // w
+    if full == 3:
+        _block(a, ao, lda, ak, mr, b, bo + whole, ldb, 3 * w, k, c, co + whole, ldc, first, like,
+               rows, 3)
+    elif full == 2:
+        _block(a, ao, lda, ak, mr, b, bo + whole, ldb, 2 * w, k, c, co + whole, ldc, first, like,
+               rows, 2)
+    elif full == 1:
+        _block(a, ao, lda, ak, mr, b, bo + whole, ldb, w, k, c, co + whole, ldc, first, like,
+               rows, 1)
+    at = whole + full * w
+    if at < n:
+        _block(a, ao, lda, ak, mr, b, bo + at, ldb, n - at, k, c, co + at, ldc, first, like, rows,
+               1)
+
+
 @njit(cache=True, nogil=True, boundscheck=False)
 def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak: int, b: int,
                sb: int, ldb: int, c: int, sc: int, ldc: int,
@@ -505,7 +541,9 @@ def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak
     elements past addresses a, b and c: each element a chain of fused
     multiply-adds over k in order from −0 (module doc). k ≥ 1. Register
     blocks by n's width in registers: ``_WIDE_BLOCK`` from 3, ``_MID_BLOCK``
-    at 2, ``_NARROW_BLOCK`` at 1 (1 row × 4 registers where m is 1). k is
+    at 2, ``_NARROW_BLOCK`` at 1 (1 row × 4 registers where m is 1); the
+    wide blocks' columns past their last whole block in fewer registers
+    (``_wide_rows``). k is
     taken in chunks of ``_K_CHUNK`` (each chunk's rows of b stay in the cache
     for every block of rows), each chunk continuing the chains the last one
     stored in c; a block reads its rows of a in place, or, where at least
@@ -532,14 +570,11 @@ def product_at(count: int, m: int, n: int, k: int, a: int, sa: int, lda: int, ak
                     mr = min(rows, m - i0)
                     if packs:
                         _pack(a, a0 + i0 * lda, lda, ak, mr, kc, packed.ctypes.data, like, rows)
-                        for j0 in range(0, n, span):
-                            _block(packed.ctypes.data, 0, 1, rows, mr, b, b0 + j0, ldb, n - j0,
-                                   kc, c, co + i0 * ldc + j0, ldc, first, like, rows,
-                                   _WIDE_BLOCK[1])
+                        _wide_rows(packed.ctypes.data, 0, 1, rows, mr, b, b0, ldb, n, kc, c,
+                                   co + i0 * ldc, ldc, first, like)
                         continue
-                    for j0 in range(0, n, span):
-                        _block(a, a0 + i0 * lda, lda, ak, mr, b, b0 + j0, ldb, n - j0, kc, c,
-                               co + i0 * ldc + j0, ldc, first, like, rows, _WIDE_BLOCK[1])
+                    _wide_rows(a, a0 + i0 * lda, lda, ak, mr, b, b0, ldb, n, kc, c,
+                               co + i0 * ldc, ldc, first, like)
             elif wide == 2:
                 for i0 in range(0, m, _MID_BLOCK[0]):
                     mr = min(_MID_BLOCK[0], m - i0)

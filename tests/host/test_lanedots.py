@@ -344,13 +344,15 @@ def own_product(a: NDArray, b: NDArray, out: NDArray) -> None:
 @pytest.mark.parametrize("dt", FLOATS)
 @pytest.mark.parametrize(("m", "n", "k"), [(1, 1, 1), (1, 70, 9), (5, 3, 4), (6, 64, 2),
                                            (7, 65, 3), (13, 17, 8), (12, 129, 1), (30, 5, 7),
-                                           (25, 20, 3), (13, 40, 2), (7, 19, 270)])
+                                           (25, 20, 3), (13, 40, 2), (7, 19, 270),
+                                           (7, 53, 5), (9, 87, 4), (8, 61, 3), (45, 45, 32)])
 @pytest.mark.parametrize("transposed", [False, True])
 def test_the_product_is_fma_chains_over_k(dt: type[np.floating[Any]], m: int, n: int, k: int,
                                           transposed: bool) -> None:
     """Every register block (on AVX-512 24 × 1, 12 × 2, 6 × 4 and 1 × 4 registers;
-    on AVX2 12 × 1, 6 × 2 and 1 × 4), with tails of rows and columns, a read
-    in rows or through its transpose, k past one chunk (``_K_CHUNK``)."""
+    on AVX2 12 × 1, 6 × 2 and 1 × 4), with tails of rows and columns (a wide
+    block's last columns in 3, 2 or 1 whole registers, then a masked one), a
+    read in rows or through its transpose, k past one chunk (``_K_CHUNK``)."""
     rng = np.random.default_rng(m * 1000 + n * 10 + k)
     # Operands inside wider arrays: row strides past the extents.
     a = rng.standard_normal((m, k + 3)).astype(dt)[:, 1:k + 1]
