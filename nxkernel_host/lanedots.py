@@ -505,9 +505,10 @@ def _wide_rows(a: int, ao: int, lda: int, ak: int, mr: int, b: int, bo: int, ldb
     masked register. A block narrower than its registers would mask every
     load and store of all of them (a masked store is microcoded on AMD's
     cores) and multiply the registers past n too: measured on Zen 4, one
-    thread, 1.1-1.45x slower at attention's heads of 35 to 45 rows and 64 x
-    200 x 256 than the split. The bits are the same (each element's chain
-    is its own, in whichever block or register)."""
+    thread, the old and new kernels alternately, 1.25-1.6x slower than the
+    split at attention's heads of 35 to 45 rows (k 32), 1.1-1.25x at 128 x
+    100 x 64 and 64 x 200 x 256. The bits are the same (each element's
+    chain is its own, in whichever block or register)."""
     w = _VECTOR_BYTES // _itemsize(like)
     rows, vectors = _WIDE_BLOCK
     span = vectors * w
