@@ -399,15 +399,26 @@ class _Layout:
     units: list[_Unit]
     cuts: list[tuple[int, int]]
     ranges: list[tuple[int, int]]
+    #: Its memory, estimated: the arrays' bytes and ``_OBJECT_BYTES`` for
+    #: each lead index's and each unit's Python objects.
+    nbytes: int
 
 
-#: Layouts by key, at most ``_LAYOUTS_KEPT`` (the oldest dropped first): a
-#: decoding loop repeats one geometry, whose layout took a sixth to a quarter
-#: of a short call (T 4096, heads 32/8, caches cold) before it was kept, and
-#: an encoder's layers one batch's lengths (a sixth of a call of 16 sentences
-#: of 45 tokens, 12 heads).
+#: Layouts by key, the oldest dropped first while more than
+#: ``_LAYOUTS_KEPT`` or more than ``_LAYOUTS_BYTES`` (estimated) would be
+#: kept, and none of more than a quarter of that: a decoding loop repeats one
+#: geometry, whose layout took a sixth to a quarter of a short call (T 4096,
+#: heads 32/8, caches cold) before it was kept, and an encoder's layers one
+#: batch's lengths (a sixth of a call of 16 sentences of 45 tokens, 12
+#: heads); a call whose layout is megabytes (thousands of lead indices)
+#: takes far longer than its layout, and a loop of new lengths would fill
+#: the memory with them.
 _LAYOUTS: dict[tuple[Any, ...], _Layout] = {}
 _LAYOUTS_KEPT: Final = 64
+_LAYOUTS_BYTES: Final = 64 << 20
+#: A generous estimate of the Python objects of one lead index's row tiles
+#: or of one unit in a layout (a tuple, its list entry, its integers).
+_OBJECT_BYTES: Final = 256
 _layouts_lock = threading.Lock()
 
 
@@ -443,7 +454,8 @@ def _layout_of(plan: Plan, fast: attnunits.Chunked | None, parts: int) -> _Layou
     ranges = _balanced([u[6] for u in units], parts)
     ranges += [(len(units), len(units))] * (len(cuts) - len(ranges))
     cuts += [(len(table), len(table))] * (len(ranges) - len(cuts))
-    return _Layout(vis, table, lo, hi, units, cuts, ranges)
+    nbytes = table.nbytes + lo.nbytes + hi.nbytes + _OBJECT_BYTES * (len(vis) + len(units))
+    return _Layout(vis, table, lo, hi, units, cuts, ranges, nbytes)
 
 
 def _layout(plan: Plan, fast: attnunits.Chunked | None, operands: Sequence[Array],
@@ -456,10 +468,13 @@ def _layout(plan: Plan, fast: attnunits.Chunked | None, operands: Sequence[Array
             fast.lo, fast.hi = found.lo, found.hi
         return found
     made = _layout_of(plan, fast, parts)
-    with _layouts_lock:
-        while len(_LAYOUTS) >= _LAYOUTS_KEPT:
-            del _LAYOUTS[next(iter(_LAYOUTS))]
-        _LAYOUTS[key] = made
+    if made.nbytes <= _LAYOUTS_BYTES // 4:
+        with _layouts_lock:
+            kept = sum(layout.nbytes for layout in _LAYOUTS.values())
+            while _LAYOUTS and (len(_LAYOUTS) >= _LAYOUTS_KEPT
+                                or kept + made.nbytes > _LAYOUTS_BYTES):
+                kept -= _LAYOUTS.pop(next(iter(_LAYOUTS))).nbytes
+            _LAYOUTS[key] = made
     return made
 
 

@@ -688,6 +688,35 @@ def test_a_repeated_geometry_reuses_its_layout_with_the_bits_of_a_first_call(
     assert not np.array_equal(first_short[0], fresh_long[0])
 
 
+def test_the_layouts_kept_stay_within_their_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls of new lengths keep their layouts, the oldest dropped first, only
+    while all kept fit ``_LAYOUTS_BYTES`` (estimated); a layout of more than a
+    quarter of it is not kept at all. The results do not change."""
+    hq, tq, tk, d = 4, 16, 40, 8
+    spec = S.Attention(program(D.float32), (), 0.25, D.float32, S.Dense(), lengths=True)
+    operands = [data((6, hq, tq, d), seed=1), data((6, hq, tk, d), seed=2),
+                data((6, hq, tk, d), seed=3)]
+    layouts = attention_module._LAYOUTS
+    # Lengths of six different values each: layouts of one size.
+    layouts.clear()
+    run(spec, [*operands, np.arange(0, 6, dtype=np.int64)], D.float32)
+    (one,) = layouts.values()
+    monkeypatch.setattr(attention_module, "_LAYOUTS_BYTES", 5 * one.nbytes)
+    for n in range(1, 11):
+        lengths = np.arange(n, n + 6, dtype=np.int64)
+        got = run(spec, [*operands, lengths], D.float32)
+        assert sum(x.nbytes for x in layouts.values()) <= 5 * one.nbytes
+        assert list(layouts)[-1][-1] == lengths.tobytes()  # the newest is kept
+    assert len(layouts) == 5
+    layouts.clear()
+    assert [x.tobytes() for x in run(spec, [*operands, lengths], D.float32)] == \
+        [x.tobytes() for x in got]
+    monkeypatch.setattr(attention_module, "_LAYOUTS_BYTES", 3 * one.nbytes)
+    layouts.clear()
+    run(spec, [*operands, lengths], D.float32)
+    assert not layouts
+
+
 def test_a_misfit_call_answers_a_refusal_and_writes_nothing() -> None:
     q, k, v = (Array.from_numpy(data(s)) for s in [(1, 3, 4), (1, 5, 4), (1, 5, 2)])
     spec = S.Attention(program(D.float32), (), 1.0, D.float32, S.Dense())
